@@ -1,0 +1,95 @@
+//! Command-line arguments (clap derive). Every file-processing command shares [`IoArgs`].
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Transform Claude Code session transcripts safely and fast.
+///
+/// Exit codes: 0 success, 1 findings (check, validate), 2 error.
+#[derive(Parser, Debug)]
+#[command(name = "cchist", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a pipeline file over transcripts.
+    Run(RunArgs),
+    /// Report structural defects: invalid lines, dangling parents, unpaired tool calls, …
+    Validate(ValidateArgs),
+}
+
+/// Input and output options shared by every transforming command.
+#[derive(Args, Debug, Clone)]
+pub struct IoArgs {
+    /// Transcript files or folders (walked for *.jsonl). None, or `-`, reads stdin.
+    pub paths: Vec<PathBuf>,
+    /// Replace each file atomically (temp file, fsync, rename; mode and mtime kept).
+    #[arg(short = 'i', long, conflicts_with_all = ["out_dir", "dry_run"])]
+    pub in_place: bool,
+    /// With --in-place: keep the original as <file><SUFFIX>.
+    #[arg(long, value_name = "SUFFIX", requires = "in_place")]
+    pub backup: Option<String>,
+    /// With --in-place: set the modification time to now instead of keeping it.
+    #[arg(long, requires = "in_place")]
+    pub touch: bool,
+    /// Write outputs under DIR, mirroring paths relative to each argument.
+    #[arg(long, value_name = "DIR", conflicts_with = "dry_run")]
+    pub out_dir: Option<PathBuf>,
+    /// Write nothing; print what would change per file.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Only walk files matching this glob (relative to the folder argument); repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Worker threads for multiple files (default: all cores).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Print the per-file report as JSON on stdout (with --dry-run, --in-place or --out-dir).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cchist run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The pipeline file (TOML); see filters/ for examples.
+    #[arg(short, long, value_name = "FILE")]
+    pub pipeline: PathBuf,
+    /// Input and output.
+    #[command(flatten)]
+    pub io: IoArgs,
+}
+
+/// Report format.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human-readable lines `file:line: rule: message`.
+    Text,
+    /// One JSON document.
+    Json,
+}
+
+/// `cchist validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Transcript files or folders. None, or `-`, reads stdin.
+    pub paths: Vec<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Only walk files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+}

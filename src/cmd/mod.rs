@@ -1,0 +1,17 @@
+//! One module per subcommand, each with `run(args) -> anyhow::Result<ExitStatus>`.
+
+mod common;
+mod run;
+mod validate;
+
+use cchist::error::ExitStatus;
+
+use crate::cli::Command;
+
+/// Run the chosen command.
+pub fn dispatch(cmd: Command) -> anyhow::Result<ExitStatus> {
+    match cmd {
+        Command::Run(a) => run::run(a),
+        Command::Validate(a) => validate::run(a),
+    }
+}

@@ -1,0 +1,11 @@
+//! `cchist run --pipeline FILE [PATH…]`: run a pipeline file.
+
+use cchist::config;
+use cchist::error::ExitStatus;
+
+use crate::cli::RunArgs;
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitStatus> {
+    let file = config::load(&args.pipeline)?;
+    super::common::execute(file.pipeline, &args.io)
+}

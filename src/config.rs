@@ -1,0 +1,212 @@
+//! Pipeline files (TOML): schema, validation, and building the stages.
+//!
+//! ```toml
+//! version = 1
+//! description = "Make transcripts safe to share"
+//! on_invalid_json = "keep"        # keep | error — never silently drop
+//!
+//! [[stage]]
+//! type = "redact"
+//! ```
+//!
+//! Everything is validated before any data flows: an unknown key, an unknown stage type or a
+//! bad value is an error naming the file, the line and the key.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Origin, Result};
+use crate::pipeline::{OnInvalid, Pipeline};
+use crate::stages;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PipelineDoc {
+    version: u32,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    on_invalid_json: OnInvalid,
+    #[serde(default)]
+    stage: Vec<toml::Spanned<toml::Table>>,
+    /// Policy for `cchist check --policy` (read by that command).
+    #[serde(default)]
+    check: Option<toml::Table>,
+    /// Turn-count policies for `cchist hook` (read by that command).
+    #[serde(default)]
+    hook: Option<toml::Table>,
+}
+
+/// A loaded pipeline file: the built pipeline plus the tables other commands read.
+pub struct PipelineFile {
+    /// The runnable pipeline.
+    pub pipeline: Pipeline,
+    /// The `[check]` table, if any.
+    pub check: Option<toml::Table>,
+    /// The `[hook]` table, if any.
+    pub hook: Option<toml::Table>,
+}
+
+/// Read and build the pipeline file at `path`.
+pub fn load(path: &Path) -> Result<PipelineFile> {
+    let origin = Origin::file(path);
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&origin, "read pipeline", e))?;
+    parse(&text, &origin)
+}
+
+/// Build a pipeline from TOML text; `origin` names it in errors.
+pub fn parse(text: &str, origin: &Origin) -> Result<PipelineFile> {
+    let err = |line: Option<usize>, message: String| Error::Config {
+        path: origin.clone(),
+        line,
+        message,
+    };
+    let doc: PipelineDoc = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start));
+        err(line, e.message().trim().to_string())
+    })?;
+    if doc.version != 1 {
+        return Err(err(
+            find_key_line(text, 0, "version"),
+            format!(
+                "unsupported pipeline version {}; this cchist reads version = 1",
+                doc.version
+            ),
+        ));
+    }
+    let mut built = Vec::new();
+    for spanned in doc.stage {
+        let start = spanned.span().start;
+        let stage_line = line_of(text, start);
+        let mut table = spanned.into_inner();
+        let ty = match table.remove("type") {
+            Some(toml::Value::String(s)) => s,
+            Some(_) => return Err(err(Some(stage_line), "key `type`: must be a string".into())),
+            None => {
+                return Err(err(
+                    Some(stage_line),
+                    format!(
+                        "[[stage]] has no `type`; add one of: {}",
+                        stage_names().join(", ")
+                    ),
+                ))
+            }
+        };
+        let Some(build) = stages::builder(&ty) else {
+            return Err(err(
+                find_key_line(text, start, "type").or(Some(stage_line)),
+                format!(
+                    "key `type`: unknown stage type `{ty}`; known types: {}",
+                    stage_names().join(", ")
+                ),
+            ));
+        };
+        let stage = build(table).map_err(|msg| {
+            let key = offending_key(&msg);
+            let line = key
+                .as_deref()
+                .and_then(|k| find_key_line(text, start, k))
+                .unwrap_or(stage_line);
+            let msg = match key {
+                Some(k) => format!("stage `{ty}`, key `{k}`: {msg}"),
+                None => format!("stage `{ty}`: {msg}"),
+            };
+            err(Some(line), msg)
+        })?;
+        built.push(stage);
+    }
+    Ok(PipelineFile {
+        pipeline: Pipeline::new(built, doc.on_invalid_json, doc.description),
+        check: doc.check,
+        hook: doc.hook,
+    })
+}
+
+fn stage_names() -> Vec<&'static str> {
+    stages::registry().iter().map(|(n, _, _)| *n).collect()
+}
+
+/// 1-based line of byte offset `pos`.
+fn line_of(text: &str, pos: usize) -> usize {
+    text.as_bytes()[..pos.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Line of the first `key =` at or after byte `from`.
+fn find_key_line(text: &str, from: usize, key: &str) -> Option<usize> {
+    let from = text[..from.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |p| p + 1);
+    let mut off = from;
+    for l in text[from..].split_inclusive('\n') {
+        let t = l.trim_start();
+        if let Some(rest) = t.strip_prefix(key) {
+            if rest.trim_start().starts_with('=') {
+                return Some(line_of(text, off));
+            }
+        }
+        off += l.len();
+    }
+    None
+}
+
+/// The key a serde message blames (`unknown field `x``, `invalid type … for key `x``).
+fn offending_key(msg: &str) -> Option<String> {
+    for marker in ["unknown field `", "missing field `", "key `", "field `"] {
+        if let Some(p) = msg.find(marker) {
+            let rest = &msg[p + marker.len()..];
+            if let Some(end) = rest.find('`') {
+                return Some(rest[..end].to_string());
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_err(text: &str) -> String {
+        match parse(text, &Origin::file(Path::new("p.toml"))) {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn identity_pipeline_loads() {
+        let p = parse("version = 1\ndescription = \"x\"\n", &Origin::stdin()).unwrap();
+        assert!(p.pipeline.stages.is_empty());
+    }
+
+    #[test]
+    fn unknown_top_level_key_names_line_and_key() {
+        let e = parse_err("version = 1\non_invalid = \"keep\"\n");
+        assert!(e.starts_with("p.toml:2:"), "{e}");
+        assert!(e.contains("on_invalid"), "{e}");
+    }
+
+    #[test]
+    fn unknown_stage_type_is_an_error() {
+        let e = parse_err("version = 1\n\n[[stage]]\ntype = \"nope\"\n");
+        assert!(e.starts_with("p.toml:4:"), "{e}");
+        assert!(e.contains("unknown stage type `nope`"), "{e}");
+    }
+
+    #[test]
+    fn bad_on_invalid_value_is_an_error() {
+        let e = parse_err("version = 1\non_invalid_json = \"drop\"\n");
+        assert!(e.starts_with("p.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn wrong_version_is_an_error() {
+        let e = parse_err("version = 2\n");
+        assert!(e.contains("unsupported pipeline version 2"), "{e}");
+    }
+}

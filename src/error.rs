@@ -1,0 +1,117 @@
+//! Library errors and the process exit status.
+//!
+//! Every error that concerns input data names the file and, where known, the
+//! 1-based line, so the CLI can print `file:line: reason` without extra context.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Result alias for the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A displayable location: a path or `<stdin>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin(pub Option<PathBuf>);
+
+impl Origin {
+    /// Standard input.
+    pub fn stdin() -> Self {
+        Origin(None)
+    }
+    /// A named file.
+    pub fn file(p: &Path) -> Self {
+        Origin(Some(p.to_path_buf()))
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Some(p) => write!(f, "{}", p.display()),
+            None => f.write_str("<stdin>"),
+        }
+    }
+}
+
+/// Errors raised by the cchist library.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O operation on a file failed.
+    #[error("{path}: {op}: {source}")]
+    Io {
+        /// The file or directory concerned.
+        path: Origin,
+        /// What was being done (`open`, `read`, `write`, `rename`, …).
+        op: &'static str,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not a valid JSON record and the pipeline says `on_invalid_json = "error"`.
+    #[error("{path}:{line}: {reason} (set on_invalid_json = \"keep\" to pass such lines through unchanged)")]
+    InvalidLine {
+        /// The file.
+        path: Origin,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The pipeline file is invalid.
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Config {
+        /// The pipeline file.
+        path: Origin,
+        /// 1-based line of the offending key, when known.
+        line: Option<usize>,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A stage failed on a record or session.
+    #[error("{path}{}: stage {stage}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Stage {
+        /// The file.
+        path: Origin,
+        /// 1-based line, when the failure concerns one record.
+        line: Option<usize>,
+        /// Stage name.
+        stage: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// The file changed on disk while it was being processed (e.g. Claude Code appended to it).
+    #[error("{path}: the file changed while cchist was reading it (a live session?); it was left untouched — run again when the session is idle, or use --fork")]
+    Concurrent {
+        /// The file.
+        path: Origin,
+    },
+    /// Anything else the caller must see as-is.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    /// Build an [`Error::Io`].
+    pub fn io(path: &Origin, op: &'static str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.clone(),
+            op,
+            source,
+        }
+    }
+}
+
+/// Process exit status, shared by every command.
+///
+/// * 0 — success, nothing found
+/// * 1 — findings (`check`, `validate`)
+/// * 2 — error (bad input, bad arguments, I/O failure)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ExitStatus {
+    /// Success.
+    Ok = 0,
+    /// The command ran and found something (a secret, a defect).
+    Findings = 1,
+    /// The command could not do its job.
+    Error = 2,
+}

@@ -1,0 +1,271 @@
+//! Writers: where records go, and atomic in-place replacement.
+//!
+//! [`SpanWriter`] copies runs of untouched records as one slice of the input buffer.
+//! [`LazySink`] writes nothing until the first change, so an unchanged file costs no write at
+//! all and is never rewritten. [`AtomicFile`] is a temp file in the target's own folder that
+//! replaces the target by rename after fsync, keeping its mode and (unless asked) its mtime.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::record::Record;
+
+/// Something records are written to.
+pub trait Sink {
+    /// Write one kept record.
+    fn put(&mut self, rec: &Record<'_>) -> io::Result<()>;
+    /// Flush anything pending.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// Writes records to `W`, copying runs of untouched, adjacent records as one slice.
+pub struct SpanWriter<W: Write> {
+    w: W,
+    pending: Option<(*const u8, usize)>,
+    scratch: Vec<u8>,
+}
+
+// SAFETY: `pending` only ever points into a buffer borrowed for the lifetime of the records
+// being written; it is flushed before those records can go away (in `put` and `finish`).
+unsafe impl<W: Write + Send> Send for SpanWriter<W> {}
+
+impl<W: Write> SpanWriter<W> {
+    /// A writer over `w`.
+    pub fn new(w: W) -> Self {
+        SpanWriter {
+            w,
+            pending: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Write raw bytes (flushing any pending span first).
+    pub fn write_bytes(&mut self, b: &[u8]) -> io::Result<()> {
+        self.flush_pending()?;
+        self.w.write_all(b)
+    }
+
+    fn flush_pending(&mut self) -> io::Result<()> {
+        if let Some((ptr, len)) = self.pending.take() {
+            // SAFETY: see the type-level comment: the span is still borrowed.
+            let s = unsafe { std::slice::from_raw_parts(ptr, len) };
+            self.w.write_all(s)?;
+        }
+        Ok(())
+    }
+
+    /// Flush and return the inner writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.flush_pending()?;
+        self.w.flush()?;
+        Ok(self.w)
+    }
+
+    /// The inner writer.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.w
+    }
+}
+
+impl<W: Write> Sink for SpanWriter<W> {
+    fn put(&mut self, rec: &Record<'_>) -> io::Result<()> {
+        if let Some(body) = rec.untouched_slice() {
+            let len = body.len() + rec.term.bytes().len();
+            let ptr = body.as_ptr();
+            if let Some((p, l)) = &mut self.pending {
+                // SAFETY: pointer comparison within (or just past) one allocation only.
+                if unsafe { p.add(*l) } == ptr {
+                    *l += len;
+                    return Ok(());
+                }
+            }
+            self.flush_pending()?;
+            self.pending = Some((ptr, len));
+            return Ok(());
+        }
+        self.flush_pending()?;
+        self.scratch.clear();
+        rec.write_to(&mut self.scratch);
+        self.w.write_all(&self.scratch)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.flush_pending()?;
+        self.w.flush()
+    }
+}
+
+/// A sink over a whole input buffer that opens its destination only once the output differs
+/// from the input. `open` is called at most once.
+pub struct LazySink<'b, W: Write, F: FnMut() -> io::Result<W>> {
+    base: &'b [u8],
+    /// Bytes of `base` reproduced so far by untouched records in order.
+    same_upto: usize,
+    open: F,
+    out: Option<SpanWriter<W>>,
+}
+
+impl<'b, W: Write, F: FnMut() -> io::Result<W>> LazySink<'b, W, F> {
+    /// A lazy sink over `base` (the whole input).
+    pub fn new(base: &'b [u8], open: F) -> Self {
+        LazySink {
+            base,
+            same_upto: 0,
+            open,
+            out: None,
+        }
+    }
+
+    fn diverge(&mut self) -> io::Result<&mut SpanWriter<W>> {
+        if self.out.is_none() {
+            let mut w = SpanWriter::new((self.open)()?);
+            w.write_bytes(&self.base[..self.same_upto])?;
+            self.out = Some(w);
+        }
+        Ok(self.out.as_mut().expect("just opened"))
+    }
+
+    /// Finish; returns the writer when the output differs from the input, `None` when it is
+    /// identical (nothing was opened or written).
+    pub fn close(mut self) -> io::Result<Option<W>> {
+        if self.out.is_none() && self.same_upto != self.base.len() {
+            self.diverge()?;
+        }
+        match self.out.take() {
+            Some(w) => w.into_inner().map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl<'b, W: Write, F: FnMut() -> io::Result<W>> Sink for LazySink<'b, W, F> {
+    fn put(&mut self, rec: &Record<'_>) -> io::Result<()> {
+        if self.out.is_none() {
+            if let Some(body) = rec.untouched_slice() {
+                let off = (body.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+                if off == self.same_upto && off + body.len() <= self.base.len() {
+                    self.same_upto = off + body.len() + rec.term.bytes().len();
+                    return Ok(());
+                }
+            }
+        }
+        self.diverge()?.put(rec)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        match &mut self.out {
+            Some(w) => w.finish(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Suffix of cchist's temp files (`.<name>.cchist-tmp.<pid>.<n>`), so a later run can find and
+/// remove leftovers of a killed run.
+pub const TEMP_MARK: &str = ".cchist-tmp.";
+
+/// A temp file beside `target` that atomically replaces it on [`AtomicFile::commit`].
+/// Dropped without commit, it removes itself.
+pub struct AtomicFile {
+    target: PathBuf,
+    temp: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Create a temp file (mode 0600) in `target`'s folder.
+    pub fn create(target: &Path) -> io::Result<AtomicFile> {
+        let dir = target
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        loop {
+            let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let temp = dir.join(format!(".{name}{TEMP_MARK}{}.{n}", std::process::id()));
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)
+            {
+                Ok(file) => {
+                    return Ok(AtomicFile {
+                        target: target.to_path_buf(),
+                        temp,
+                        file: Some(file),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The open temp file.
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("temp file open until commit")
+    }
+
+    /// The open temp file, shared.
+    pub fn file_ref(&self) -> &File {
+        self.file.as_ref().expect("temp file open until commit")
+    }
+
+    /// fsync the temp file, give it `mode` (and `mtime` when given), and rename it over the
+    /// target; then fsync the folder so the rename is durable.
+    pub fn commit(
+        mut self,
+        mode: Option<u32>,
+        mtime: Option<std::time::SystemTime>,
+    ) -> io::Result<()> {
+        let file = self.file.take().expect("temp file open until commit");
+        if let Some(m) = mode {
+            file.set_permissions(std::fs::Permissions::from_mode(m & 0o7777))?;
+        }
+        if let Some(t) = mtime {
+            file.set_times(std::fs::FileTimes::new().set_modified(t))?;
+        }
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&self.temp, &self.target)?;
+        if let Some(dir) = self.target.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        self.temp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.temp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file().write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.file().write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file().flush()
+    }
+}
+
+/// True when `name` is a cchist temp file left by a killed run.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(TEMP_MARK)
+}

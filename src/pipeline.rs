@@ -1,0 +1,303 @@
+//! Runs stages in order over one input: streaming when every stage is record-scoped,
+//! buffering the session when any stage needs it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Origin, Result};
+use crate::input::{self, framing};
+use crate::output::Sink;
+use crate::record::{check_json, Record};
+use crate::session::Session;
+use crate::stages::{Cx, Finding, Scope, Stage, StageStats, Verdict};
+
+/// What to do with a line that is not valid JSON.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnInvalid {
+    /// Pass it through unchanged and count it.
+    #[default]
+    Keep,
+    /// Stop with `file:line: reason` before writing anything.
+    Error,
+}
+
+/// A configured sequence of stages.
+pub struct Pipeline {
+    /// The stages, in order.
+    pub stages: Vec<Box<dyn Stage>>,
+    /// Policy for invalid lines.
+    pub on_invalid: OnInvalid,
+    /// The pipeline file's description.
+    pub description: String,
+    /// Check every line for JSON validity even in `keep` mode (to count invalid lines).
+    /// Costs a JSON scan per line; the identity fast path skips it unless asked.
+    pub count_invalid: bool,
+}
+
+/// What one run did to one input.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct FileReport {
+    /// Lines read.
+    pub records: u64,
+    /// Lines that are not valid JSON (counted when checked; see [`Pipeline::count_invalid`]).
+    pub invalid_lines: u64,
+    /// First invalid lines (line number, reason), at most 10.
+    pub invalid_examples: Vec<(usize, String)>,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Records written.
+    pub records_out: u64,
+    /// Per stage, in pipeline order: name and counts.
+    pub stages: Vec<(String, StageStats)>,
+    /// Counters stages reported.
+    pub counters: BTreeMap<String, u64>,
+    /// Findings stages reported.
+    pub findings: Vec<Finding>,
+    /// True when the output differs from the input.
+    pub changed: bool,
+}
+
+impl Pipeline {
+    /// A pipeline of `stages`.
+    pub fn new(stages: Vec<Box<dyn Stage>>, on_invalid: OnInvalid, description: String) -> Self {
+        Pipeline {
+            stages,
+            on_invalid,
+            description,
+            count_invalid: false,
+        }
+    }
+
+    /// The identity pipeline (no stages).
+    pub fn identity() -> Self {
+        Pipeline::new(Vec::new(), OnInvalid::Keep, "identity".into())
+    }
+
+    /// True when some stage needs the whole session in memory.
+    pub fn needs_session(&self) -> bool {
+        self.stages.iter().any(|s| s.scope() == Scope::Session)
+    }
+
+    fn new_report(&self) -> FileReport {
+        FileReport {
+            stages: self
+                .stages
+                .iter()
+                .map(|s| (s.name().to_string(), StageStats::default()))
+                .collect(),
+            ..FileReport::default()
+        }
+    }
+
+    fn check_lines(&self) -> bool {
+        self.count_invalid || self.on_invalid == OnInvalid::Error
+    }
+
+    /// Refuse the input before anything is written when `on_invalid_json = "error"`.
+    fn precheck(&self, data: &[u8], origin: &Origin) -> Result<()> {
+        if self.on_invalid != OnInvalid::Error {
+            return Ok(());
+        }
+        for l in framing::lines(data, 1) {
+            if let Err(reason) = check_json(l.body) {
+                return Err(Error::InvalidLine {
+                    path: origin.clone(),
+                    line: l.number,
+                    reason: describe_invalid(l.body, l.term, &reason),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Run over a whole in-memory input (a mapped or read file), writing kept records to `sink`.
+    pub fn run_buffer(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        sink: &mut dyn Sink,
+    ) -> Result<FileReport> {
+        self.precheck(data, origin)?;
+        let mut report = self.new_report();
+        report.bytes_in = data.len() as u64;
+        let mut cx = Cx::new(origin.clone());
+        if self.needs_session() {
+            self.run_session(data, &mut cx, &mut report, sink)?;
+        } else {
+            self.run_records(data, 1, &mut cx, &mut report, sink)?;
+        }
+        report.findings = cx.findings;
+        report.counters = cx.counters;
+        Ok(report)
+    }
+
+    /// Run over a stream (stdin). Record-scoped pipelines keep memory bounded; a
+    /// session-scoped pipeline, or `on_invalid_json = "error"`, reads the stream whole first.
+    pub fn run_stream(
+        &self,
+        reader: impl Read,
+        origin: &Origin,
+        sink: &mut dyn Sink,
+    ) -> Result<FileReport> {
+        if self.needs_session() || self.on_invalid == OnInvalid::Error {
+            let data = input::read_all(reader, origin)?;
+            return self.run_buffer(&data, origin, sink);
+        }
+        let mut report = self.new_report();
+        let mut cx = Cx::new(origin.clone());
+        input::stream_chunks(reader, origin, |chunk, first| {
+            report.bytes_in += chunk.len() as u64;
+            self.run_records(chunk, first, &mut cx, &mut report, sink)?;
+            // The chunk's buffer is reused after this call: nothing may stay pending.
+            sink.finish().map_err(|e| Error::io(origin, "write", e))
+        })?;
+        report.findings = cx.findings;
+        report.counters = cx.counters;
+        Ok(report)
+    }
+
+    fn run_records(
+        &self,
+        data: &[u8],
+        first_line: usize,
+        cx: &mut Cx,
+        report: &mut FileReport,
+        sink: &mut dyn Sink,
+    ) -> Result<()> {
+        for l in framing::lines(data, first_line) {
+            let mut rec = Record::from_line(l);
+            report.records += 1;
+            if self.check_lines() && !self.line_is_valid(&rec, report) {
+                // Invalid lines pass through untouched: no stage sees them.
+                self.put(sink, &rec, cx, report)?;
+                continue;
+            }
+            if self.apply_record_stages(&mut rec, cx, report)? {
+                self.put(sink, &rec, cx, report)?;
+            } else {
+                report.changed = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn line_is_valid(&self, rec: &Record<'_>, report: &mut FileReport) -> bool {
+        match check_json(rec.raw()) {
+            Ok(()) => true,
+            Err(reason) => {
+                report.invalid_lines += 1;
+                if report.invalid_examples.len() < 10 {
+                    report
+                        .invalid_examples
+                        .push((rec.line, describe_invalid(rec.raw(), rec.term, &reason)));
+                }
+                false
+            }
+        }
+    }
+
+    /// Apply every stage to one record; false when a stage dropped it.
+    fn apply_record_stages(
+        &self,
+        rec: &mut Record<'_>,
+        cx: &mut Cx,
+        report: &mut FileReport,
+    ) -> Result<bool> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            let before = rec.edits();
+            let verdict = stage.record(rec, cx)?;
+            let stats = &mut report.stages[i].1;
+            if verdict == Verdict::Drop {
+                stats.dropped += 1;
+                return Ok(false);
+            }
+            if rec.edits() != before {
+                stats.changed += 1;
+            }
+        }
+        Ok(true)
+    }
+
+    fn put(
+        &self,
+        sink: &mut dyn Sink,
+        rec: &Record<'_>,
+        cx: &Cx,
+        report: &mut FileReport,
+    ) -> Result<()> {
+        report.records_out += 1;
+        if rec.is_changed() {
+            report.changed = true;
+        }
+        sink.put(rec).map_err(|e| Error::io(&cx.origin, "write", e))
+    }
+
+    fn run_session(
+        &self,
+        data: &[u8],
+        cx: &mut Cx,
+        report: &mut FileReport,
+        sink: &mut dyn Sink,
+    ) -> Result<()> {
+        let mut records = Vec::new();
+        for l in framing::lines(data, 1) {
+            let rec = Record::from_line(l);
+            report.records += 1;
+            if self.check_lines() {
+                self.line_is_valid(&rec, report);
+            }
+            records.push(rec);
+        }
+        let mut session = Session::new(records);
+        for (i, stage) in self.stages.iter().enumerate() {
+            let before: HashMap<u64, u32> = session
+                .records
+                .iter()
+                .map(|r| (r.id(), r.edits()))
+                .collect();
+            stage.session(&mut session, cx)?;
+            session.reindex();
+            let stats = &mut report.stages[i].1;
+            let mut kept = 0u64;
+            for r in &session.records {
+                match before.get(&r.id()) {
+                    None => stats.added += 1,
+                    Some(&e) => {
+                        kept += 1;
+                        if e != r.edits() {
+                            stats.changed += 1;
+                        }
+                    }
+                }
+            }
+            stats.dropped += before.len() as u64 - kept;
+            if stats.dropped > 0 || stats.added > 0 {
+                report.changed = true;
+            }
+        }
+        for rec in &session.records {
+            self.put(sink, rec, cx, report)?;
+        }
+        Ok(())
+    }
+}
+
+/// A reason for an invalid line that tells truncation, NUL padding and bad UTF-8 apart.
+pub fn describe_invalid(body: &[u8], term: framing::Term, serde_reason: &str) -> String {
+    if body.is_empty() {
+        return "empty line (not a JSON record)".into();
+    }
+    if body.contains(&0) {
+        return format!("line contains NUL bytes (an interrupted write?): {serde_reason}");
+    }
+    if std::str::from_utf8(body).is_err() {
+        return format!("line is not valid UTF-8: {serde_reason}");
+    }
+    if term == framing::Term::None && serde_reason.contains("EOF") {
+        return format!("truncated last line (the writer was interrupted): {serde_reason}");
+    }
+    format!("invalid JSON: {serde_reason}")
+}

@@ -1,0 +1,260 @@
+//! A transcript record: its original bytes, a lazily parsed header, and an edited value.
+//!
+//! Most records are never parsed: a stage that does not care about a record never asks for
+//! its [`Header`], and an untouched record is written back as its original bytes. A stage that
+//! changes a record either replaces its bytes (a splice that keeps every other byte, as
+//! `redact` does) or asks for the full [`serde_json::Value`] and edits that; the writer then
+//! re-serializes it compactly with keys in their original order.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+
+use serde_json::Value;
+
+use crate::input::framing::{Line, Term};
+
+mod header;
+pub use header::{Block, Header};
+
+/// One line of a transcript.
+pub struct Record<'a> {
+    raw: Cow<'a, [u8]>,
+    /// How the line ended in the input; kept on output.
+    pub term: Term,
+    /// 1-based line number in the input; 0 for records a stage created.
+    pub line: usize,
+    header: OnceCell<Option<Header>>,
+    value: Option<Value>,
+    changed: bool,
+    edits: u32,
+    id: u64,
+}
+
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl<'a> Record<'a> {
+    /// A record borrowing a framed input line.
+    pub fn from_line(l: Line<'a>) -> Self {
+        Record {
+            raw: Cow::Borrowed(l.body),
+            term: l.term,
+            line: l.number,
+            header: OnceCell::new(),
+            value: None,
+            changed: false,
+            edits: 0,
+            id: next_id(),
+        }
+    }
+
+    /// A record a stage created from a JSON value (written with an LF terminator).
+    pub fn from_value(v: Value) -> Record<'static> {
+        Record {
+            raw: Cow::Owned(Vec::new()),
+            term: Term::Lf,
+            line: 0,
+            header: OnceCell::new(),
+            value: Some(v),
+            changed: true,
+            edits: 1,
+            id: next_id(),
+        }
+    }
+
+    /// The bytes as read (or as last replaced with [`Record::set_raw`]); stale once
+    /// [`Record::value_mut`] has been called.
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+
+    /// True when a stage changed this record.
+    pub fn is_changed(&self) -> bool {
+        self.changed
+    }
+
+    /// The parsed header, or `None` when the line is not a JSON object.
+    pub fn header(&self) -> Option<&Header> {
+        self.header
+            .get_or_init(|| match &self.value {
+                Some(v) => Header::from_value(v),
+                None => Header::parse(&self.raw),
+            })
+            .as_ref()
+    }
+
+    /// The record `type`, if the line is a JSON object with one.
+    pub fn record_type(&self) -> Option<&str> {
+        self.header().map(|h| h.ty.as_str())
+    }
+
+    /// True when this line holds a JSON object (a real record).
+    pub fn is_object(&self) -> bool {
+        self.header().is_some()
+    }
+
+    /// The full JSON value, parsed on demand. Errors when the line is not valid JSON.
+    pub fn value(&mut self) -> Result<&Value, String> {
+        self.ensure_value()?;
+        Ok(self.value.as_ref().expect("value parsed"))
+    }
+
+    /// The full JSON value for editing; marks the record changed.
+    pub fn value_mut(&mut self) -> Result<&mut Value, String> {
+        self.ensure_value()?;
+        self.changed = true;
+        self.edits += 1;
+        self.header = OnceCell::new();
+        Ok(self.value.as_mut().expect("value parsed"))
+    }
+
+    fn ensure_value(&mut self) -> Result<(), String> {
+        if self.value.is_none() {
+            self.value = Some(parse_value(&self.raw)?);
+        }
+        Ok(())
+    }
+
+    /// Replace the record's bytes (a splice that keeps everything else byte-identical).
+    pub fn set_raw(&mut self, bytes: Vec<u8>) {
+        self.raw = Cow::Owned(bytes);
+        self.value = None;
+        self.header = OnceCell::new();
+        self.changed = true;
+        self.edits += 1;
+    }
+
+    /// How many times a stage asked to edit this record (for per-stage statistics).
+    pub fn edits(&self) -> u32 {
+        self.edits
+    }
+
+    /// A process-unique identity, stable while stages reorder or drop records.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Append this record's output bytes (body and terminator) to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        match (&self.value, self.changed) {
+            (Some(v), true) => {
+                serde_json::to_writer(&mut *out, v).expect("serializing a Value cannot fail");
+            }
+            _ => out.extend_from_slice(&self.raw),
+        }
+        out.extend_from_slice(self.term.bytes());
+    }
+
+    /// The original borrowed input slice, when the record is unchanged and still borrows it.
+    /// The writer uses this to copy runs of untouched records in one go.
+    pub fn untouched_slice(&self) -> Option<&'a [u8]> {
+        match (&self.raw, self.changed) {
+            (Cow::Borrowed(b), false) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// Deepest nesting a record may have to be parsed into a [`Value`]. Real records nest about 20
+/// levels; the limit keeps a hostile line from exhausting the stack when a value is dropped.
+pub const MAX_VALUE_DEPTH: usize = 1000;
+
+/// Parse a full JSON value. Lines nested deeper than [`MAX_VALUE_DEPTH`] are refused.
+pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
+    let depth = max_depth(bytes);
+    if depth > MAX_VALUE_DEPTH {
+        return Err(format!(
+            "JSON nested {depth} levels deep (more than {MAX_VALUE_DEPTH}); cchist passes such a record through but cannot edit it"
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let de = serde_stacker::Deserializer::new(&mut de);
+    let v = <Value as serde::Deserialize>::deserialize(de).map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+/// Deepest bracket nesting of a JSON text, ignoring brackets inside strings.
+fn max_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in bytes {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Check that `bytes` hold exactly one valid JSON value; returns the reason when not.
+pub fn check_json(bytes: &[u8]) -> Result<(), String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    {
+        let sd = serde_stacker::Deserializer::new(&mut de);
+        <serde::de::IgnoredAny as serde::Deserialize>::deserialize(sd)
+            .map_err(|e| e.to_string())?;
+    }
+    de.end().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::framing::lines;
+
+    #[test]
+    fn untouched_record_writes_original_bytes() {
+        let input = b"{\"b\":1.50,\"a\":\"x\"}\r\n";
+        let l = lines(input, 1).next().unwrap();
+        let r = Record::from_line(l);
+        let mut out = Vec::new();
+        r.write_to(&mut out);
+        assert_eq!(out, input);
+    }
+
+    #[test]
+    fn edited_record_keeps_key_order_and_numbers() {
+        let input = b"{\"b\":1.50,\"a\":\"x\",\"n\":561.0564953984477}\n";
+        let mut r = Record::from_line(lines(input, 1).next().unwrap());
+        r.value_mut().unwrap()["a"] = Value::from("y");
+        let mut out = Vec::new();
+        r.write_to(&mut out);
+        assert_eq!(out, b"{\"b\":1.50,\"a\":\"y\",\"n\":561.0564953984477}\n");
+    }
+
+    #[test]
+    fn check_json_rejects_trailing_garbage_and_truncation() {
+        assert!(check_json(b"{\"a\":1}").is_ok());
+        assert!(check_json(b"{\"a\":1} x").is_err());
+        assert!(check_json(b"{\"a\":").is_err());
+        assert!(check_json(b"").is_err());
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let mut s = "[".repeat(100_000);
+        s.push_str(&"]".repeat(100_000));
+        assert!(check_json(s.as_bytes()).is_ok());
+        let mut r = Record::from_line(lines(s.as_bytes(), 1).next().unwrap());
+        assert!(r.header().is_none());
+        assert!(r.value().unwrap_err().contains("nested"));
+    }
+}

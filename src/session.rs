@@ -1,0 +1,264 @@
+//! The session model: a whole transcript with its conversation graph.
+//!
+//! Built from the records of one file, it indexes uuids, parents and children, tool_use ↔
+//! tool_result pairs, assistant message pieces, every uuid reference field, and the turns of
+//! the conversation. Records stay in file order in [`Session::records`]; stages edit that vector
+//! and call [`Session::reindex`] when they need the indexes again.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::record::{Header, Record};
+
+/// Fields that reference another record's uuid, as `(JSON pointer, description)`.
+///
+/// `relink` rewrites every one of them; `validate` reports every dangling one. The pointers
+/// with `*` name every element of an array.
+pub const REFERENCE_FIELDS: &[(&str, &str)] = &[
+    ("/parentUuid", "parent in the conversation chain"),
+    (
+        "/logicalParentUuid",
+        "pre-compaction parent of a compact boundary",
+    ),
+    (
+        "/leafUuid",
+        "leaf of the branch a summary or last-prompt names",
+    ),
+    (
+        "/sourceToolAssistantUUID",
+        "assistant record holding the tool_use a result answers",
+    ),
+    (
+        "/compactMetadata/preservedSegment/headUuid",
+        "first record kept by a compaction",
+    ),
+    (
+        "/compactMetadata/preservedSegment/anchorUuid",
+        "anchor of a compaction's kept segment",
+    ),
+    (
+        "/compactMetadata/preservedSegment/tailUuid",
+        "last record kept by a compaction",
+    ),
+    (
+        "/compactMetadata/preservedMessages/anchorUuid",
+        "anchor of preserved messages",
+    ),
+    (
+        "/compactMetadata/preservedMessages/uuids/*",
+        "preserved messages",
+    ),
+    (
+        "/compactMetadata/preservedMessages/allUuids/*",
+        "preserved messages (all)",
+    ),
+];
+
+/// One turn: a user prompt and everything until the next prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// 1-based number in chain order.
+    pub number: usize,
+    /// Index (into `records`) of the prompt that opens the turn.
+    pub prompt: usize,
+    /// Indexes of every record of the turn, in file order.
+    pub records: Vec<usize>,
+}
+
+/// A whole session: its records in file order plus the graph indexes.
+pub struct Session<'a> {
+    /// The records, in file order.
+    pub records: Vec<Record<'a>>,
+    /// uuid → index of the first record carrying it.
+    pub by_uuid: HashMap<String, usize>,
+    /// Indexes of records whose uuid repeats an earlier one.
+    pub duplicate_uuids: Vec<usize>,
+    /// tool_use id → index of the record holding the `tool_use` block.
+    pub tool_uses: HashMap<String, usize>,
+    /// tool_use id → indexes of records holding a `tool_result` for it.
+    pub tool_results: HashMap<String, Vec<usize>>,
+}
+
+impl<'a> Session<'a> {
+    /// Build the model from records in file order.
+    pub fn new(records: Vec<Record<'a>>) -> Self {
+        let mut s = Session {
+            records,
+            by_uuid: HashMap::new(),
+            duplicate_uuids: Vec::new(),
+            tool_uses: HashMap::new(),
+            tool_results: HashMap::new(),
+        };
+        s.reindex();
+        s
+    }
+
+    /// Rebuild every index after the records changed.
+    pub fn reindex(&mut self) {
+        self.by_uuid.clear();
+        self.duplicate_uuids.clear();
+        self.tool_uses.clear();
+        self.tool_results.clear();
+        for (i, r) in self.records.iter().enumerate() {
+            let Some(h) = r.header() else { continue };
+            if let Some(u) = &h.uuid {
+                if self.by_uuid.contains_key(u) {
+                    self.duplicate_uuids.push(i);
+                } else {
+                    self.by_uuid.insert(u.clone(), i);
+                }
+            }
+            for id in h.tool_use_ids() {
+                self.tool_uses.entry(id.to_string()).or_insert(i);
+            }
+            for id in h.tool_result_ids() {
+                self.tool_results.entry(id.to_string()).or_default().push(i);
+            }
+        }
+    }
+
+    /// Header of record `i` (`None` for a line that is not a JSON object).
+    pub fn header(&self, i: usize) -> Option<&Header> {
+        self.records[i].header()
+    }
+
+    /// Index of the parent of record `i`, if it has one that exists in this file.
+    pub fn parent(&self, i: usize) -> Option<usize> {
+        let p = self.header(i)?.parent_uuid.as_deref()?;
+        self.by_uuid.get(p).copied()
+    }
+
+    /// Index of the record the chain continues from: the last non-sidechain chain record in
+    /// file order (Claude Code resumes from the newest message).
+    pub fn leaf(&self) -> Option<usize> {
+        (0..self.records.len()).rev().find(|&i| {
+            self.header(i)
+                .is_some_and(|h| h.is_chain() && !h.is_sidechain && is_conversational(h))
+        })
+    }
+
+    /// The chain from the root to `leaf`, following `parentUuid` and, across a compaction,
+    /// `logicalParentUuid`. Stops at a dangling parent or a cycle.
+    pub fn logical_path(&self, leaf: usize) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cur = Some(leaf);
+        while let Some(i) = cur {
+            if !seen.insert(i) {
+                break;
+            }
+            path.push(i);
+            let h = self.header(i);
+            cur = self.parent(i).or_else(|| {
+                let lp = h?.logical_parent_uuid.as_deref()?;
+                self.by_uuid.get(lp).copied()
+            });
+        }
+        path.reverse();
+        path
+    }
+
+    /// The turns of the main conversation, numbered from 1 in chain order.
+    ///
+    /// Prompts are found on the logical path to the leaf; every record of the file belongs to
+    /// the turn of the nearest prompt at or before it in file order (so side branches,
+    /// sidechains and bookkeeping records sit in the turn they were written in).
+    pub fn turns(&self) -> Vec<Turn> {
+        let Some(leaf) = self.leaf() else {
+            return Vec::new();
+        };
+        let prompts: Vec<usize> = self
+            .logical_path(leaf)
+            .into_iter()
+            .filter(|&i| self.header(i).is_some_and(is_prompt))
+            .collect();
+        let mut turns: Vec<Turn> = prompts
+            .iter()
+            .enumerate()
+            .map(|(n, &p)| Turn {
+                number: n + 1,
+                prompt: p,
+                records: Vec::new(),
+            })
+            .collect();
+        if turns.is_empty() {
+            return turns;
+        }
+        let mut sorted: Vec<(usize, usize)> =
+            prompts.iter().enumerate().map(|(t, &p)| (p, t)).collect();
+        sorted.sort();
+        for i in 0..self.records.len() {
+            let pos = sorted.partition_point(|&(p, _)| p <= i);
+            let t = if pos == 0 {
+                sorted[0].1
+            } else {
+                sorted[pos - 1].1
+            };
+            turns[t].records.push(i);
+        }
+        turns
+    }
+}
+
+/// True for user/assistant records (what the API sees), as opposed to bookkeeping.
+pub fn is_conversational(h: &Header) -> bool {
+    matches!(h.ty.as_str(), "user" | "assistant")
+}
+
+/// True for a user record that opens a turn: typed text, not a tool result, not injected
+/// meta text, not a compaction summary.
+pub fn is_prompt(h: &Header) -> bool {
+    h.ty == "user"
+        && !h.is_meta
+        && !h.is_compact_summary
+        && !h.is_sidechain
+        && (h.content_is_text
+            || (!h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind != "tool_result")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::framing::lines;
+
+    fn session(text: &str) -> Session<'_> {
+        Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect())
+    }
+
+    #[test]
+    fn turns_follow_chain_and_group_records() {
+        let s = session(concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"4","parentUuid":"3","message":{"role":"user","content":"next"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"5","parentUuid":"4","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+            "\n",
+        ));
+        let t = s.turns();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].records, vec![0, 1, 2]);
+        assert_eq!(t[1].records, vec![3, 4]);
+        assert_eq!(s.tool_uses["t1"], 1);
+        assert_eq!(s.tool_results["t1"], vec![2]);
+    }
+
+    #[test]
+    fn logical_path_crosses_compaction() {
+        let s = session(concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"old"}}"#,
+            "\n",
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"b","parentUuid":null,"logicalParentUuid":"1"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"2","parentUuid":"b","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":"new"}}"#,
+            "\n",
+        ));
+        assert_eq!(s.logical_path(3), vec![0, 1, 2, 3]);
+        assert_eq!(s.turns().len(), 2);
+    }
+}

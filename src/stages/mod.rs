@@ -1,0 +1,152 @@
+//! Stages: the trait every transformation implements, and the registry that builds them by name.
+//!
+//! A stage is built once from its options (validated before any data flows) and shared by every
+//! worker thread, so it takes `&self`; what it counts or finds for one file goes into [`Cx`].
+//! Record-scoped stages see one record at a time and let the pipeline stream; a session-scoped
+//! stage makes the pipeline buffer the whole file as a [`Session`](crate::session::Session).
+
+use std::collections::BTreeMap;
+
+use crate::error::{Origin, Result};
+use crate::record::Record;
+use crate::session::Session;
+
+/// Whether a stage needs one record or the whole session at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Sees one record at a time; the pipeline may stream.
+    Record,
+    /// Needs the whole session (relink, summaries, turn edits).
+    Session,
+}
+
+/// What happens to a record after a record-scoped stage saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Write it (changed or not).
+    Keep,
+    /// Remove it from the output.
+    Drop,
+}
+
+/// Counts of what one stage did to one file.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct StageStats {
+    /// Records the stage changed.
+    pub changed: u64,
+    /// Records the stage removed.
+    pub dropped: u64,
+    /// Records the stage created.
+    pub added: u64,
+}
+
+/// A finding a stage reports without (or besides) changing anything: a secret's location, a
+/// defect. It never holds a secret value.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    /// Rule or check id (`aws-access-key-id`, `dangling-parent`, …).
+    pub rule: String,
+    /// 1-based line in the input, 0 when the finding concerns the whole file.
+    pub line: usize,
+    /// Record uuid, when the record has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// JSON path inside the record (`$.message.content[0].text`), when relevant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A short keyed fingerprint, stable across runs (for baselines), never the value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+/// Per-file context handed to stages: where the data comes from and what they found.
+#[derive(Debug)]
+pub struct Cx {
+    /// The file being processed.
+    pub origin: Origin,
+    /// Findings reported by stages.
+    pub findings: Vec<Finding>,
+    /// Free-form counters a stage wants to report (e.g. `redactions`).
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl Cx {
+    /// A fresh context for one file.
+    pub fn new(origin: Origin) -> Self {
+        Cx {
+            origin,
+            findings: Vec::new(),
+            counters: BTreeMap::new(),
+        }
+    }
+
+    /// Add `n` to the counter `name`.
+    pub fn count(&mut self, name: &str, n: u64) {
+        *self.counters.entry(name.to_string()).or_default() += n;
+    }
+}
+
+/// A transformation of transcript records.
+pub trait Stage: Send + Sync {
+    /// The stage's registered name (its `type` in pipeline files).
+    fn name(&self) -> &'static str;
+
+    /// Record-scoped stages stream; session-scoped ones need the whole file.
+    fn scope(&self) -> Scope {
+        Scope::Record
+    }
+
+    /// Transform one record. The default keeps it unchanged.
+    fn record(&self, _rec: &mut Record<'_>, _cx: &mut Cx) -> Result<Verdict> {
+        Ok(Verdict::Keep)
+    }
+
+    /// Transform a whole session. The default applies [`Stage::record`] to every record.
+    fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+        let mut err = None;
+        s.records.retain_mut(|r| {
+            if err.is_some() {
+                return true;
+            }
+            match self.record(r, cx) {
+                Ok(v) => v == Verdict::Keep,
+                Err(e) => {
+                    err = Some(e);
+                    true
+                }
+            }
+        });
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Build a stage from its `type` and its option table (the `type` key already removed).
+///
+/// Errors are `(key, message)`: the offending key when one is to blame, and what to do.
+pub type Builder = fn(toml::Table) -> std::result::Result<Box<dyn Stage>, String>;
+
+/// The registry: every stage type a pipeline file may name.
+pub fn registry() -> &'static [(&'static str, &'static str, Builder)] {
+    &[]
+}
+
+/// Look up a stage builder by name.
+pub fn builder(name: &str) -> Option<Builder> {
+    registry()
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, _, b)| *b)
+}
+
+/// Deserialize a stage's options, rejecting unknown keys (the options struct must use
+/// `#[serde(deny_unknown_fields)]`).
+pub fn options<T: serde::de::DeserializeOwned>(
+    table: toml::Table,
+) -> std::result::Result<T, String> {
+    T::deserialize(toml::Value::Table(table)).map_err(|e| e.to_string().trim().to_string())
+}

@@ -1,0 +1,332 @@
+//! Structural checks of a transcript: what would make `claude --resume` lose or reject history.
+//!
+//! Each finding names the line and, where it has one, the record's uuid. Finding ids:
+//!
+//! | id | meaning |
+//! |---|---|
+//! | `invalid-json` | a line that is not valid JSON (NUL padding, invalid UTF-8, glued records) |
+//! | `truncated-last-line` | the last line is cut off (a killed writer) |
+//! | `missing-final-newline` | the last line is complete JSON but unterminated: the next append will glue onto it |
+//! | `not-an-object` | valid JSON that is not an object (array, string, number) |
+//! | `duplicate-uuid` | a uuid carried by an earlier record too |
+//! | `dangling-parent` | `parentUuid` names no record of the file: resume silently drops everything before |
+//! | `dangling-reference` | another uuid reference (`logicalParentUuid`, `leafUuid` of last-prompt, `sourceToolAssistantUUID`) names no record |
+//! | `parent-cycle` | following `parentUuid` comes back to the same record |
+//! | `unpaired-tool-use` | a `tool_use` with no `tool_result` anywhere in the file: the API rejects the session |
+//! | `orphan-tool-result` | a `tool_result` whose `tool_use` is not in the file |
+//! | `split-message` | pieces of one assistant message (same `message.id`) separated by another turn |
+//!
+//! `summary.leafUuid` is not checked: Claude Code wrote those titles for other sessions into
+//! whatever file was open, so they point into other files by design.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::input::framing::{self, Term};
+use crate::pipeline::describe_invalid;
+use crate::record::{check_json, Record};
+use crate::session::Session;
+use crate::stages::Finding;
+
+/// Validate one transcript held in memory.
+pub fn validate(data: &[u8]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut records = Vec::new();
+    let n_lines = framing::lines(data, 1).count();
+    for l in framing::lines(data, 1) {
+        let rec = Record::from_line(l);
+        if let Err(reason) = check_json(l.body) {
+            let rule = if l.number == n_lines && l.term == Term::None {
+                "truncated-last-line"
+            } else {
+                "invalid-json"
+            };
+            findings.push(finding(
+                rule,
+                l.number,
+                None,
+                describe_invalid(l.body, l.term, &reason),
+            ));
+        } else if rec.header().is_none() {
+            findings.push(finding(
+                "not-an-object",
+                l.number,
+                None,
+                "line is valid JSON but not an object, so it is not a transcript record".into(),
+            ));
+        } else if l.term == Term::None {
+            findings.push(finding(
+                "missing-final-newline",
+                l.number,
+                None,
+                "last line has no newline; Claude Code's next append would be glued onto it".into(),
+            ));
+        }
+        records.push(rec);
+    }
+    let s = Session::new(records);
+    check_uuids(&s, &mut findings);
+    check_references(&s, &mut findings);
+    check_cycles(&s, &mut findings);
+    check_tools(&s, &mut findings);
+    check_split_messages(&s, &mut findings);
+    findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+    findings
+}
+
+fn finding(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Finding {
+    Finding {
+        rule: rule.into(),
+        line,
+        uuid: uuid.map(str::to_string),
+        path: None,
+        fingerprint: None,
+        message,
+    }
+}
+
+fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
+    for &i in &s.duplicate_uuids {
+        let r = &s.records[i];
+        let u = r.header().and_then(|h| h.uuid.as_deref());
+        let first = u.and_then(|u| s.by_uuid.get(u)).map(|&j| s.records[j].line);
+        out.push(finding(
+            "duplicate-uuid",
+            r.line,
+            u,
+            format!("uuid already used on line {}", first.unwrap_or(0)),
+        ));
+    }
+}
+
+fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
+    for r in &s.records {
+        let Some(h) = r.header() else { continue };
+        let uuid = h.uuid.as_deref();
+        if let Some(p) = &h.parent_uuid {
+            if !s.by_uuid.contains_key(p) {
+                out.push(finding(
+                    "dangling-parent",
+                    r.line,
+                    uuid,
+                    "parentUuid names no record in this file; resume drops everything before it"
+                        .into(),
+                ));
+            }
+        }
+        let mut refs: Vec<(&str, &str)> = Vec::new();
+        if let Some(v) = &h.logical_parent_uuid {
+            refs.push(("logicalParentUuid", v));
+        }
+        if let Some(v) = &h.source_tool_assistant_uuid {
+            refs.push(("sourceToolAssistantUUID", v));
+        }
+        if h.ty == "last-prompt" {
+            if let Some(v) = &h.leaf_uuid {
+                refs.push(("leafUuid", v));
+            }
+        }
+        for (field, v) in refs {
+            if !s.by_uuid.contains_key(v) {
+                out.push(finding(
+                    "dangling-reference",
+                    r.line,
+                    uuid,
+                    format!("{field} names no record in this file"),
+                ));
+            }
+        }
+    }
+}
+
+fn check_cycles(s: &Session<'_>, out: &mut Vec<Finding>) {
+    // 0 = unvisited, 1 = on the current walk, 2 = known to reach a root.
+    let mut state = vec![0u8; s.records.len()];
+    for start in 0..s.records.len() {
+        let mut walk = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let h = s.header(i);
+                    out.push(finding(
+                        "parent-cycle",
+                        s.records[i].line,
+                        h.and_then(|h| h.uuid.as_deref()),
+                        "following parentUuid from here comes back to this record".into(),
+                    ));
+                    break;
+                }
+                _ => {}
+            }
+            state[i] = 1;
+            walk.push(i);
+            cur = s.parent(i);
+        }
+        for i in walk {
+            state[i] = 2;
+        }
+    }
+}
+
+fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
+    let mut uses: Vec<(&String, &usize)> = s.tool_uses.iter().collect();
+    uses.sort_by_key(|(_, &i)| i);
+    for (id, &i) in uses {
+        if !s.tool_results.contains_key(id) {
+            let r = &s.records[i];
+            out.push(finding(
+                "unpaired-tool-use",
+                r.line,
+                r.header().and_then(|h| h.uuid.as_deref()),
+                format!("tool_use {id} has no tool_result; the API rejects such a history"),
+            ));
+        }
+    }
+    let mut results: Vec<(&String, &Vec<usize>)> = s.tool_results.iter().collect();
+    results.sort_by_key(|(_, v)| v[0]);
+    for (id, idx) in results {
+        if !s.tool_uses.contains_key(id) {
+            for &i in idx {
+                let r = &s.records[i];
+                out.push(finding(
+                    "orphan-tool-result",
+                    r.line,
+                    r.header().and_then(|h| h.uuid.as_deref()),
+                    format!("tool_result answers {id}, which no tool_use in this file has"),
+                ));
+            }
+        }
+    }
+}
+
+/// Pieces of one assistant message must follow each other on the chain: walking up from a
+/// later piece, the first assistant record or user prompt met must be a piece of the same
+/// message.
+fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut first_piece: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in s.records.iter().enumerate() {
+        let Some(h) = r.header() else { continue };
+        if h.ty != "assistant" {
+            continue;
+        }
+        let Some(mid) = h.message_id.as_deref() else {
+            continue;
+        };
+        if !seen.insert(mid) {
+            if !reaches_same_message(s, i, mid) {
+                out.push(finding(
+                    "split-message",
+                    r.line,
+                    h.uuid.as_deref(),
+                    format!(
+                        "piece of assistant message {mid} is not chained to its earlier piece (line {})",
+                        s.records[first_piece[mid]].line
+                    ),
+                ));
+            }
+        } else {
+            first_piece.insert(mid, i);
+        }
+    }
+}
+
+fn reaches_same_message(s: &Session<'_>, i: usize, mid: &str) -> bool {
+    let mut cur = s.parent(i);
+    let mut steps = 0;
+    while let Some(p) = cur {
+        steps += 1;
+        if steps > s.records.len() {
+            return false;
+        }
+        let Some(h) = s.header(p) else { return false };
+        match h.ty.as_str() {
+            "assistant" => return h.message_id.as_deref() == Some(mid),
+            // Results of tools run while the message was still streaming sit between its
+            // pieces (2.1.x); a prompt or other user text does not.
+            "user" if !is_tool_results_only(h) => return false,
+            _ => cur = s.parent(p),
+        }
+    }
+    // A dangling parent is reported on its own.
+    true
+}
+
+fn is_tool_results_only(h: &crate::record::Header) -> bool {
+    !h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind == "tool_result")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(text: &str) -> Vec<(String, usize)> {
+        validate(text.as_bytes())
+            .into_iter()
+            .map(|f| (f.rule, f.line))
+            .collect()
+    }
+
+    #[test]
+    fn clean_chain_has_no_findings() {
+        let t = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
+            "\n",
+        );
+        assert_eq!(rules(t), vec![]);
+    }
+
+    #[test]
+    fn reports_each_defect_with_its_line() {
+        let t = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":"gone","message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"1","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"zz","content":"ok"}]}}"#,
+            "\n",
+            "[1]\n",
+            "{\"type\":\"us",
+        );
+        assert_eq!(
+            rules(t),
+            vec![
+                ("dangling-parent".into(), 1),
+                ("unpaired-tool-use".into(), 2),
+                ("duplicate-uuid".into(), 3),
+                ("orphan-tool-result".into(), 3),
+                ("not-an-object".into(), 4),
+                ("truncated-last-line".into(), 5),
+            ]
+        );
+    }
+
+    #[test]
+    fn finds_cycles_and_split_messages() {
+        let t = concat!(
+            r#"{"type":"user","uuid":"a","parentUuid":"b"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"b","parentUuid":"a"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"q"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":"q2"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"4","parentUuid":"3","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
+            "\n",
+        );
+        let r = rules(t);
+        assert!(
+            r.contains(&("parent-cycle".into(), 1)) || r.contains(&("parent-cycle".into(), 2)),
+            "{r:?}"
+        );
+        assert!(r.contains(&("split-message".into(), 6)), "{r:?}");
+    }
+}
