@@ -23,7 +23,10 @@ fn corpus_bytes() -> Vec<u8> {
         }
     }
     let mut files = Vec::new();
-    walk(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"), &mut files);
+    walk(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
+        &mut files,
+    );
     files.sort();
     let mut one = Vec::new();
     for f in files {
@@ -56,7 +59,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("run_stream", |b| {
         b.iter(|| {
             let mut sink = SpanWriter::new(std::io::sink());
-            p.run_stream(&data[..], &Origin::stdin(), &mut sink).unwrap();
+            p.run_stream(&data[..], &Origin::stdin(), &mut sink)
+                .unwrap();
             sink.finish().unwrap();
         })
     });

@@ -22,6 +22,10 @@ pub enum Command {
     Run(RunArgs),
     /// Report structural defects: invalid lines, dangling parents, unpaired tool calls, …
     Validate(ValidateArgs),
+    /// List projects and sessions under $CLAUDE_CONFIG_DIR (default ~/.claude).
+    Ls(crate::cmd::ls::LsArgs),
+    /// List, show and edit the turns of one session.
+    History(crate::cmd::history::HistoryArgs),
 }
 
 /// Input and output options shared by every transforming command.

@@ -29,9 +29,12 @@
 
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod config;
 pub mod error;
+pub mod history;
 pub mod input;
+pub mod locate;
 pub mod output;
 pub mod pipeline;
 pub mod record;

@@ -76,6 +76,15 @@ pub struct Session<'a> {
     pub tool_uses: HashMap<String, usize>,
     /// tool_use id → indexes of records holding a `tool_result` for it.
     pub tool_results: HashMap<String, Vec<usize>>,
+    /// Tombstones: uuid of a removed record → its `parentUuid` (`None` for a root).
+    ///
+    /// Filled automatically by [`Session::reindex`] for every uuid that was indexed before and
+    /// is gone now (so a stage may drop records any way it likes), and explicitly by
+    /// [`Session::remove`] / [`Session::tombstone`]. `relink` follows these to re-point the
+    /// references to a removed record at its nearest surviving ancestor.
+    pub removed: HashMap<String, Option<String>>,
+    /// uuid → `parentUuid` as of the last [`Session::reindex`]; source of automatic tombstones.
+    known_parents: HashMap<String, Option<String>>,
 }
 
 impl<'a> Session<'a> {
@@ -87,6 +96,8 @@ impl<'a> Session<'a> {
             duplicate_uuids: Vec::new(),
             tool_uses: HashMap::new(),
             tool_results: HashMap::new(),
+            removed: HashMap::new(),
+            known_parents: HashMap::new(),
         };
         s.reindex();
         s
@@ -114,6 +125,56 @@ impl<'a> Session<'a> {
                 self.tool_results.entry(id.to_string()).or_default().push(i);
             }
         }
+        self.update_tombstones();
+    }
+
+    /// Tombstone every uuid indexed last time and gone now, then remember the current parents.
+    fn update_tombstones(&mut self) {
+        let mut known = HashMap::with_capacity(self.by_uuid.len());
+        for (u, &i) in &self.by_uuid {
+            let p = self.records[i].header().and_then(|h| h.parent_uuid.clone());
+            known.insert(u.clone(), p);
+        }
+        for (u, p) in self.known_parents.drain() {
+            if !self.by_uuid.contains_key(&u) {
+                self.removed.entry(u).or_insert(p);
+            }
+        }
+        self.known_parents = known;
+    }
+
+    /// Remove record `i`, leaving a tombstone for its uuid; returns it.
+    pub fn remove(&mut self, i: usize) -> Record<'a> {
+        let r = self.records.remove(i);
+        if let Some(h) = r.header() {
+            if let Some(u) = &h.uuid {
+                let p = h.parent_uuid.clone();
+                self.removed.entry(u.clone()).or_insert(p);
+            }
+        }
+        r
+    }
+
+    /// Record that `uuid` was removed and what now stands in its place in the chain: its
+    /// nearest surviving ancestor, or a record that replaces it (a summary). Overrides an
+    /// automatic tombstone.
+    pub fn tombstone(&mut self, uuid: &str, replacement: Option<&str>) {
+        self.removed
+            .insert(uuid.to_string(), replacement.map(str::to_string));
+    }
+
+    /// The nearest record that survives at or above `uuid`: `uuid` itself when it is in the
+    /// file, else the first surviving ancestor found through the tombstones. `None` when the
+    /// chain ends (a removed root) or `uuid` was never known (a dangling reference).
+    pub fn surviving_ancestor(&self, uuid: &str) -> Option<String> {
+        let mut cur = uuid;
+        for _ in 0..=self.removed.len() {
+            if self.by_uuid.contains_key(cur) {
+                return Some(cur.to_string());
+            }
+            cur = self.removed.get(cur)?.as_deref()?;
+        }
+        None
     }
 
     /// Header of record `i` (`None` for a line that is not a JSON object).
@@ -204,8 +265,18 @@ pub fn is_conversational(h: &Header) -> bool {
     matches!(h.ty.as_str(), "user" | "assistant")
 }
 
+/// Text that Claude Code writes in the user role but that the user did not type: command
+/// output and interrupt markers. Such records belong to the turn before them.
+const NOT_PROMPT_PREFIXES: &[&str] = &[
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "[Request interrupted by user",
+];
+
 /// True for a user record that opens a turn: typed text, not a tool result, not injected
-/// meta text, not a compaction summary.
+/// meta text, not a compaction summary, not command output or an interrupt marker.
 pub fn is_prompt(h: &Header) -> bool {
     h.ty == "user"
         && !h.is_meta
@@ -213,6 +284,9 @@ pub fn is_prompt(h: &Header) -> bool {
         && !h.is_sidechain
         && (h.content_is_text
             || (!h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind != "tool_result")))
+        && !NOT_PROMPT_PREFIXES
+            .iter()
+            .any(|p| h.text_prefix.starts_with(p))
 }
 
 #[cfg(test)]

@@ -62,10 +62,16 @@ fn identity_reproduces_every_corpus_file_byte_for_byte() {
 fn awkward_inputs() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("empty", b"".to_vec()),
-        ("crlf", b"{\"type\":\"user\"}\r\n{\"type\":\"assistant\"}\r\n".to_vec()),
+        (
+            "crlf",
+            b"{\"type\":\"user\"}\r\n{\"type\":\"assistant\"}\r\n".to_vec(),
+        ),
         ("no-final-newline", b"{\"a\":1}\n{\"b\":2}".to_vec()),
         ("truncated", b"{\"a\":1}\n{\"type\":\"us".to_vec()),
-        ("invalid", b"{\"a\":1}\nnot json at all\n{\"b\":2}\n".to_vec()),
+        (
+            "invalid",
+            b"{\"a\":1}\nnot json at all\n{\"b\":2}\n".to_vec(),
+        ),
         ("nul", b"{\"a\":1}\n\0\0\0\0\n{\"b\":2}\n".to_vec()),
         ("bad-utf8", b"{\"a\":\"\xff\xfe\"}\n".to_vec()),
         ("bom", b"\xef\xbb\xbf{\"a\":1}\n".to_vec()),
@@ -107,7 +113,12 @@ fn on_invalid_error_names_file_and_line_and_writes_nothing() {
     std::fs::write(&p, "version = 1\non_invalid_json = \"error\"\n").unwrap();
     let f = dir.path().join("s.jsonl");
     std::fs::write(&f, b"{\"a\":1}\n{\"a\":\n{\"b\":2}\n").unwrap();
-    let out = cchist().args(["run", "-p"]).arg(&p).arg(&f).output().unwrap();
+    let out = cchist()
+        .args(["run", "-p"])
+        .arg(&p)
+        .arg(&f)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "nothing may be written");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -198,8 +209,14 @@ fn out_dir_mirrors_relative_paths() {
         .arg(dir.path().join("in"))
         .assert()
         .success();
-    assert_eq!(std::fs::read(out.join("proj/sub/a.jsonl")).unwrap(), b"{\"a\":1}\n");
-    assert_eq!(std::fs::read(out.join("proj/b.jsonl")).unwrap(), b"{\"b\":1}");
+    assert_eq!(
+        std::fs::read(out.join("proj/sub/a.jsonl")).unwrap(),
+        b"{\"a\":1}\n"
+    );
+    assert_eq!(
+        std::fs::read(out.join("proj/b.jsonl")).unwrap(),
+        b"{\"b\":1}"
+    );
 }
 
 #[test]
@@ -220,7 +237,10 @@ fn clear_errors_exit_2() {
     let out = cchist().args(["run", "-p"]).arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("typo.toml:2:") && err.contains("descripton"), "{err}");
+    assert!(
+        err.contains("typo.toml:2:") && err.contains("descripton"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -233,7 +253,12 @@ fn unreadable_directory_is_a_clear_error() {
     let d = dir.path().join("locked");
     std::fs::create_dir(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let out = cchist().args(["run", "-p"]).arg(identity()).arg(&d).output().unwrap();
+    let out = cchist()
+        .args(["run", "-p"])
+        .arg(identity())
+        .arg(&d)
+        .output()
+        .unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

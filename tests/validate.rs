@@ -33,7 +33,10 @@ fn corpus_findings_match_hand_checked_counts() {
         for e in std::fs::read_dir(corpus().join(sub)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "jsonl") {
-                files.push(format!("{sub}/{}", p.file_name().unwrap().to_string_lossy()));
+                files.push(format!(
+                    "{sub}/{}",
+                    p.file_name().unwrap().to_string_lossy()
+                ));
             }
         }
     }
@@ -56,7 +59,12 @@ fn corpus_findings_match_hand_checked_counts() {
 #[test]
 fn exit_codes_follow_findings() {
     let clean = corpus().join("generated/p01_quickstart.jsonl");
-    Command::cargo_bin("cchist").unwrap().arg("validate").arg(&clean).assert().code(0);
+    Command::cargo_bin("cchist")
+        .unwrap()
+        .arg("validate")
+        .arg(&clean)
+        .assert()
+        .code(0);
     let bad = corpus().join("real/uzaxirr__raze__claude-session.jsonl");
     let out = Command::cargo_bin("cchist")
         .unwrap()
@@ -86,8 +94,16 @@ fn text_report_names_file_line_rule_and_uuid() {
         "{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":\"missing\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
     )
     .unwrap();
-    let out = Command::cargo_bin("cchist").unwrap().arg("validate").arg(&f).output().unwrap();
+    let out = Command::cargo_bin("cchist")
+        .unwrap()
+        .arg("validate")
+        .arg(&f)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let s = String::from_utf8(out.stdout).unwrap();
-    assert!(s.contains("s.jsonl:1: dangling-parent:") && s.contains("[u1]"), "{s}");
+    assert!(
+        s.contains("s.jsonl:1: dangling-parent:") && s.contains("[u1]"),
+        "{s}"
+    );
 }

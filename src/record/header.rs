@@ -48,6 +48,10 @@ pub struct Header {
     pub content_is_text: bool,
     /// `message.content` blocks, when it is a list.
     pub blocks: Vec<Block>,
+    /// The first bytes (at most 64, as written, escapes undecoded) of `message.content` when it
+    /// is a string, else of the first text block: enough to tell command output and interrupt
+    /// markers from typed prompts.
+    pub text_prefix: String,
 }
 
 /// The structural part of one content block.
@@ -63,6 +67,8 @@ pub struct Block {
     pub name: Option<String>,
     /// `is_error` of a `tool_result` block.
     pub is_error: bool,
+    /// First bytes of a `text` block's text (as written), see [`Header::text_prefix`].
+    pub text_prefix: String,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +131,8 @@ struct RawBlock<'a> {
     name: Option<&'a RawValue>,
     #[serde(borrow, default)]
     is_error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -202,9 +210,13 @@ impl Header {
                 let text = c.get();
                 if text.starts_with('"') {
                     h.content_is_text = true;
+                    h.text_prefix = raw_prefix(c);
                 } else if text.starts_with('[') {
                     let blocks: Vec<&RawValue> = from_slice(text.as_bytes()).unwrap_or_default();
                     h.blocks = blocks.into_iter().map(block).collect();
+                    if let Some(b) = h.blocks.iter().find(|b| b.kind == "text") {
+                        h.text_prefix = b.text_prefix.clone();
+                    }
                 }
             }
         }
@@ -254,8 +266,20 @@ fn block(raw: &RawValue) -> Block {
             tool_use_id: string(rb.tool_use_id),
             name: string(rb.name),
             is_error: flag(rb.is_error),
+            text_prefix: rb.text.map(raw_prefix).unwrap_or_default(),
         })
         .unwrap_or_default()
+}
+
+/// Up to 64 bytes of a JSON string's text, without the opening quote, cut on a char boundary.
+fn raw_prefix(raw: &RawValue) -> String {
+    let t = raw.get();
+    let t = t.strip_prefix('"').unwrap_or(t);
+    let mut end = t.len().min(64);
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    t[..end].trim_end_matches('"').to_string()
 }
 
 fn trim_ascii_start(b: &[u8]) -> &[u8] {

@@ -1,0 +1,64 @@
+//! Addressing one session: `--session ID` (a unique prefix is enough), `--file PATH`, or
+//! `--project DIR --latest`.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use cchist::locate::{self, SessionFile};
+use clap::Args;
+
+/// Which session a command works on.
+#[derive(Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// Session id, or a unique prefix of one, under $CLAUDE_CONFIG_DIR/projects (default ~/.claude).
+    #[arg(short, long, value_name = "ID", conflicts_with_all = ["file", "project"])]
+    pub session: Option<String>,
+    /// A transcript file given by path.
+    #[arg(short, long, value_name = "PATH", conflicts_with = "project")]
+    pub file: Option<PathBuf>,
+    /// The project's working directory; with --latest, its most recent session.
+    #[arg(long, value_name = "DIR", requires = "latest")]
+    pub project: Option<PathBuf>,
+    /// With --project: take the most recently modified session.
+    #[arg(long)]
+    pub latest: bool,
+}
+
+impl SessionArgs {
+    /// Resolve to a session file.
+    pub fn resolve(&self) -> anyhow::Result<SessionFile> {
+        if let Some(f) = &self.file {
+            if !f.is_file() {
+                bail!("{}: no such transcript file", f.display());
+            }
+            let id = f
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let project_dir = f
+                .parent()
+                .map(|p| {
+                    if p.as_os_str().is_empty() {
+                        PathBuf::from(".")
+                    } else {
+                        p.to_path_buf()
+                    }
+                })
+                .unwrap_or_else(|| PathBuf::from("."));
+            return Ok(SessionFile {
+                id,
+                path: f.clone(),
+                project_dir,
+            });
+        }
+        let projects = locate::projects_dir(&locate::config_root()?);
+        if let Some(id) = &self.session {
+            return Ok(locate::find_by_id(&projects, id)?);
+        }
+        if let Some(dir) = &self.project {
+            let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            return Ok(locate::latest_for_project(&projects, &abs)?);
+        }
+        bail!("say which session: --session ID, --file PATH, or --project DIR --latest")
+    }
+}

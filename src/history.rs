@@ -1,0 +1,197 @@
+//! Reading turns: the rows of `history list` and the readable form of `history show`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::session::{Session, Turn};
+
+/// One row of `cchist history list` (the `--json` shape is part of the documented interface).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TurnRow {
+    /// 1-based turn number in chain order.
+    pub number: usize,
+    /// uuid of the prompt that opens the turn.
+    pub uuid: String,
+    /// Timestamp of the prompt.
+    pub time: Option<String>,
+    /// The prompt's text, shortened to 80 characters.
+    pub prompt: String,
+    /// tool_use blocks in the turn.
+    pub tool_calls: usize,
+    /// Records in the turn.
+    pub records: usize,
+    /// Bytes of the turn's lines.
+    pub bytes: usize,
+}
+
+/// Rows for every turn of a session.
+pub fn rows(s: &mut Session<'_>) -> Vec<TurnRow> {
+    let turns = s.turns();
+    turns.iter().map(|t| row(s, t)).collect()
+}
+
+fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
+    let h = s.records[t.prompt].header().cloned().unwrap_or_default();
+    let tool_calls = t
+        .records
+        .iter()
+        .filter_map(|&i| s.records[i].header())
+        .filter(|h| !h.is_sidechain)
+        .map(|h| h.tool_use_ids().count())
+        .sum();
+    let bytes = t
+        .records
+        .iter()
+        .map(|&i| s.records[i].raw().len() + s.records[i].term.bytes().len())
+        .sum();
+    let prompt = s.records[t.prompt]
+        .value()
+        .ok()
+        .map(|v| shorten(&message_text(v), 80))
+        .unwrap_or_default();
+    TurnRow {
+        number: t.number,
+        uuid: h.uuid.unwrap_or_default(),
+        time: h.timestamp,
+        prompt,
+        tool_calls,
+        records: t.records.len(),
+        bytes,
+    }
+}
+
+/// The plain text of a record's `message.content` (string, or its text blocks joined).
+pub fn message_text(v: &Value) -> String {
+    match v.pointer("/message/content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// `s` on one line, cut to `max` characters with an ellipsis.
+pub fn shorten(s: &str, max: usize) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max {
+        return one;
+    }
+    let mut cut: String = one.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// A readable rendering of one turn: each conversational block, tool calls with their input,
+/// tool results, and one line for each bookkeeping record.
+pub fn render_turn(s: &mut Session<'_>, t: &Turn) -> String {
+    let mut out = String::new();
+    let head = row(s, t);
+    out += &format!(
+        "── turn {} · {} · {}\n",
+        head.number,
+        head.time.as_deref().unwrap_or("?"),
+        head.uuid
+    );
+    for &i in &t.records {
+        let rec = &mut s.records[i];
+        let line = rec.line;
+        let Ok(v) = rec.value() else {
+            out += &format!("[line {line}: not a JSON record]\n");
+            continue;
+        };
+        render_record(v, &mut out);
+    }
+    out
+}
+
+fn render_record(v: &Value, out: &mut String) {
+    let ty = v.get("type").and_then(Value::as_str).unwrap_or("?");
+    let side = if v.get("isSidechain") == Some(&Value::Bool(true)) {
+        " (sidechain)"
+    } else {
+        ""
+    };
+    match (ty, v.pointer("/message/content")) {
+        ("user" | "assistant", Some(Value::String(text))) => {
+            let meta = if v.get("isMeta") == Some(&Value::Bool(true)) {
+                " meta"
+            } else {
+                ""
+            };
+            *out += &format!("[{ty}{meta}{side}] {text}\n");
+        }
+        ("user" | "assistant", Some(Value::Array(blocks))) => {
+            for b in blocks {
+                render_block(ty, side, b, out);
+            }
+        }
+        _ => {
+            let sub = v
+                .get("subtype")
+                .or_else(|| v.pointer("/attachment/type"))
+                .and_then(Value::as_str)
+                .map(|s| format!("/{s}"))
+                .unwrap_or_default();
+            *out += &format!("[{ty}{sub}{side}]\n");
+        }
+    }
+}
+
+fn render_block(ty: &str, side: &str, b: &Value, out: &mut String) {
+    let kind = b.get("type").and_then(Value::as_str).unwrap_or("?");
+    match kind {
+        "text" => *out += &format!("[{ty}{side}] {}\n", b["text"].as_str().unwrap_or("")),
+        "thinking" => {
+            *out += &format!(
+                "[{ty} thinking{side}] {}\n",
+                b["thinking"].as_str().unwrap_or("")
+            )
+        }
+        "tool_use" => {
+            *out += &format!(
+                "[{ty} → {}{side}] {}\n",
+                b["name"].as_str().unwrap_or("?"),
+                b.get("input").map(|i| i.to_string()).unwrap_or_default()
+            )
+        }
+        "tool_result" => {
+            let err = if b.get("is_error") == Some(&Value::Bool(true)) {
+                " error"
+            } else {
+                ""
+            };
+            let text = match b.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .map(|p| {
+                        p.get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or("[non-text part]")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            };
+            *out += &format!(
+                "[tool_result {}{err}{side}] {text}\n",
+                b["tool_use_id"].as_str().unwrap_or("?")
+            );
+        }
+        other => *out += &format!("[{ty} {other} block{side}]\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorten_cuts_on_characters() {
+        assert_eq!(shorten("a  b\nc", 10), "a b c");
+        assert_eq!(shorten("ééééé", 3), "éé…");
+    }
+}

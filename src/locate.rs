@@ -1,0 +1,298 @@
+//! Finding sessions: the config root, project folders, session files, and whether a session
+//! looks live.
+//!
+//! Claude Code keeps transcripts under `$CLAUDE_CONFIG_DIR/projects` (default
+//! `~/.claude/projects`), one folder per working directory, one `<session-id>.jsonl` per session
+//! with a companion folder `<session-id>/` (`subagents/`, `tool-results/`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::error::{Error, Origin, Result};
+
+/// The Claude Code config root: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn config_root() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d));
+    }
+    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".claude")),
+        None => Err(Error::Other(
+            "cannot find the Claude Code config folder: set CLAUDE_CONFIG_DIR or HOME".into(),
+        )),
+    }
+}
+
+/// `<root>/projects`.
+pub fn projects_dir(root: &Path) -> PathBuf {
+    root.join("projects")
+}
+
+/// The project folder name Claude Code uses for a working directory: every character that is
+/// not ASCII alphanumeric becomes `-` (per UTF-16 code unit, as JavaScript counts); names over
+/// 200 characters are cut and given a hash suffix. The suffix differs between Claude Code
+/// builds, so callers fall back to matching the records' `cwd` when the folder is missing.
+///
+/// ```
+/// assert_eq!(cchist::locate::project_folder_name("/Users/a/my.app"), "-Users-a-my-app");
+/// ```
+pub fn project_folder_name(cwd: &str) -> String {
+    let mut s = String::with_capacity(cwd.len());
+    for ch in cwd.chars() {
+        if ch.is_ascii_alphanumeric() {
+            s.push(ch);
+        } else {
+            for _ in 0..ch.len_utf16() {
+                s.push('-');
+            }
+        }
+    }
+    if s.len() <= 200 {
+        return s;
+    }
+    // Node build: Java-style 32-bit string hash, absolute value, base 36.
+    let mut h: i32 = 0;
+    for u in cwd.encode_utf16() {
+        h = h.wrapping_mul(31).wrapping_add(u as i32);
+    }
+    format!("{}-{}", &s[..200], to_base36(h.unsigned_abs()))
+}
+
+fn to_base36(mut n: u32) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if n == 0 {
+        return "0".into();
+    }
+    let mut v = Vec::new();
+    while n > 0 {
+        v.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    v.reverse();
+    String::from_utf8(v).expect("ascii")
+}
+
+/// One session file found under a projects folder.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SessionFile {
+    /// The session id (the file stem).
+    pub id: String,
+    /// The `.jsonl` file.
+    pub path: PathBuf,
+    /// The project folder holding it.
+    pub project_dir: PathBuf,
+}
+
+impl SessionFile {
+    /// The session's companion folder (`subagents/`, `tool-results/`), which may not exist.
+    pub fn companion_dir(&self) -> PathBuf {
+        self.path.with_extension("")
+    }
+}
+
+/// Every main session under `projects`, sorted by project folder then id. Sub-agent files
+/// (`agent-*.jsonl`) are not sessions of their own.
+pub fn list_sessions(projects: &Path) -> Result<Vec<SessionFile>> {
+    let origin = Origin::file(projects);
+    let mut out = Vec::new();
+    let rd = match std::fs::read_dir(projects) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(&origin, "read directory", e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io(&origin, "read directory", e))?;
+        let ft = entry
+            .file_type()
+            .map_err(|e| Error::io(&origin, "stat", e))?;
+        if !ft.is_dir() {
+            continue;
+        }
+        out.extend(sessions_in(&entry.path())?);
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The main sessions directly inside one project folder.
+pub fn sessions_in(project_dir: &Path) -> Result<Vec<SessionFile>> {
+    let origin = Origin::file(project_dir);
+    let mut out = Vec::new();
+    for entry in
+        std::fs::read_dir(project_dir).map_err(|e| Error::io(&origin, "read directory", e))?
+    {
+        let entry = entry.map_err(|e| Error::io(&origin, "read directory", e))?;
+        let path = entry.path();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if !is_file
+            || !name.ends_with(".jsonl")
+            || name.starts_with("agent-")
+            || name.starts_with('.')
+        {
+            continue;
+        }
+        out.push(SessionFile {
+            id: name.trim_end_matches(".jsonl").to_string(),
+            path: path.clone(),
+            project_dir: project_dir.to_path_buf(),
+        });
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Find a session by id or unique id prefix.
+pub fn find_by_id(projects: &Path, id: &str) -> Result<SessionFile> {
+    let all = list_sessions(projects)?;
+    if let Some(exact) = all.iter().find(|s| s.id == id) {
+        return Ok(exact.clone());
+    }
+    let matches: Vec<_> = all.into_iter().filter(|s| s.id.starts_with(id)).collect();
+    match matches.len() {
+        1 => Ok(matches.into_iter().next().expect("one")),
+        0 => Err(Error::Other(format!(
+            "no session `{id}` under {}; `cchist ls` lists the sessions there (set CLAUDE_CONFIG_DIR for another config folder)",
+            projects.display()
+        ))),
+        n => Err(Error::Other(format!(
+            "session prefix `{id}` is ambiguous ({n} sessions match: {}…); give more characters",
+            matches.iter().take(3).map(|s| s.id.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The most recently modified session of the project whose working directory is `cwd`.
+/// Looks in the folder Claude Code would use; when that misses, scans every project for
+/// sessions whose records carry that `cwd`.
+pub fn latest_for_project(projects: &Path, cwd: &Path) -> Result<SessionFile> {
+    let cwd_str = cwd.to_string_lossy();
+    let folder = projects.join(project_folder_name(&cwd_str));
+    let mut candidates = if folder.is_dir() {
+        sessions_in(&folder)?
+    } else {
+        Vec::new()
+    };
+    if candidates.is_empty() {
+        candidates = list_sessions(projects)?
+            .into_iter()
+            .filter(|s| first_cwd(&s.path).as_deref() == Some(&*cwd_str))
+            .collect();
+    }
+    candidates
+        .into_iter()
+        .max_by_key(|s| std::fs::metadata(&s.path).and_then(|m| m.modified()).ok())
+        .ok_or_else(|| {
+            Error::Other(format!(
+                "no session for project {} under {}",
+                cwd.display(),
+                projects.display()
+            ))
+        })
+}
+
+/// The first `cwd` recorded in a transcript (the project path).
+pub fn first_cwd(path: &Path) -> Option<String> {
+    let f = crate::input::open(path).ok()?;
+    for l in crate::input::framing::lines(&f.data, 1) {
+        if memchr::memmem::find(l.body, b"\"cwd\"").is_none() {
+            continue;
+        }
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(l.body) {
+            if let Some(c) = v.get("cwd").and_then(|c| c.as_str()) {
+                return Some(c.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// How recently a session must have been written to count as live.
+pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
+
+/// Why a session looks live, if it does: written in the last minute, or held open (or named
+/// on the command line) by a running `claude` process.
+pub fn liveness(s: &SessionFile) -> Option<String> {
+    if let Ok(m) = std::fs::metadata(&s.path).and_then(|m| m.modified()) {
+        if SystemTime::now()
+            .duration_since(m)
+            .is_ok_and(|d| d < LIVE_WINDOW)
+        {
+            return Some("written in the last 60 s".into());
+        }
+    }
+    claude_process_using(s).map(|pid| format!("in use by claude process {pid}"))
+}
+
+/// A running process named `claude` that holds the file open or names the session id.
+fn claude_process_using(s: &SessionFile) -> Option<u32> {
+    let canonical = std::fs::canonicalize(&s.path).ok()?;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let base = entry.path();
+        let cmdline = std::fs::read(base.join("cmdline")).unwrap_or_default();
+        let argv0 = cmdline.split(|&b| b == 0).next().unwrap_or_default();
+        let is_claude = Path::new(std::str::from_utf8(argv0).unwrap_or(""))
+            .file_name()
+            .is_some_and(|n| n == "claude");
+        if !is_claude {
+            continue;
+        }
+        if memchr::memmem::find(&cmdline, s.id.as_bytes()).is_some() {
+            return Some(pid);
+        }
+        if let Ok(fds) = std::fs::read_dir(base.join("fd")) {
+            for fd in fds.flatten() {
+                if std::fs::read_link(fd.path()).is_ok_and(|t| t == canonical) {
+                    return Some(pid);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folder_names_match_claude_code() {
+        assert_eq!(
+            project_folder_name("/home/dev/p01_quickstart"),
+            "-home-dev-p01-quickstart"
+        );
+        assert_eq!(project_folder_name("C:\\Users\\a\\x"), "C--Users-a-x");
+        assert_eq!(project_folder_name("/a/😀"), "-a---");
+        let long = format!("/{}", "x".repeat(300));
+        let n = project_folder_name(&long);
+        assert!(n.starts_with(&format!("-{}", "x".repeat(199))));
+        assert!(n.len() > 201 && n.as_bytes()[200] == b'-');
+    }
+
+    #[test]
+    fn finds_sessions_by_prefix_and_skips_agents() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("projects/-home-me");
+        std::fs::create_dir_all(&p).unwrap();
+        for f in ["aaaa1111.jsonl", "aaab2222.jsonl", "agent-1.jsonl"] {
+            std::fs::write(p.join(f), "{}\n").unwrap();
+        }
+        let root = d.path().join("projects");
+        assert_eq!(list_sessions(&root).unwrap().len(), 2);
+        assert_eq!(find_by_id(&root, "aaaa").unwrap().id, "aaaa1111");
+        assert!(find_by_id(&root, "aaa")
+            .unwrap_err()
+            .to_string()
+            .contains("ambiguous"));
+        assert!(find_by_id(&root, "zz").is_err());
+    }
+}
