@@ -26,6 +26,10 @@ pub enum Command {
     Ls(crate::cmd::ls::LsArgs),
     /// List, show and edit the turns of one session.
     History(crate::cmd::history::HistoryArgs),
+    /// Apply an operations document (replace/delete/insert turns) to one session, all or nothing.
+    Apply(crate::cmd::apply::ApplyArgs),
+    /// Restore the newest backup of a session that an in-place edit left.
+    Undo(crate::cmd::undo::UndoArgs),
 }
 
 /// Input and output options shared by every transforming command.

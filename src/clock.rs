@@ -38,10 +38,10 @@ pub fn now() -> String {
     rfc3339(SystemTime::now())
 }
 
-/// A compact UTC stamp for file names: `20260401T100003Z`.
+/// A compact UTC stamp for file names that sorts in time order: `20260401T100003120Z`.
 pub fn file_stamp(t: SystemTime) -> String {
     let s = rfc3339(t);
-    let digits: String = s[..19]
+    let digits: String = s
         .chars()
         .filter(|c| c.is_ascii_digit() || *c == 'T')
         .collect();

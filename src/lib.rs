@@ -31,10 +31,12 @@
 
 pub mod clock;
 pub mod config;
+pub mod edit;
 pub mod error;
 pub mod history;
 pub mod input;
 pub mod locate;
+pub mod mutate;
 pub mod output;
 pub mod pipeline;
 pub mod record;

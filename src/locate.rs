@@ -226,7 +226,8 @@ pub fn liveness(s: &SessionFile) -> Option<String> {
     claude_process_using(s).map(|pid| format!("in use by claude process {pid}"))
 }
 
-/// A running process named `claude` that holds the file open or names the session id.
+/// A running process named `claude` that holds the file open, or runs in the session's
+/// project and names the session id.
 fn claude_process_using(s: &SessionFile) -> Option<u32> {
     let canonical = std::fs::canonicalize(&s.path).ok()?;
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -246,7 +247,14 @@ fn claude_process_using(s: &SessionFile) -> Option<u32> {
         if !is_claude {
             continue;
         }
-        if memchr::memmem::find(&cmdline, s.id.as_bytes()).is_some() {
+        // Named on its command line (`--resume <id>`) by a claude running in this project
+        // (the same id may exist under another config folder).
+        let same_project = std::fs::read_link(base.join("cwd")).is_ok_and(|cwd| {
+            s.project_dir
+                .file_name()
+                .is_some_and(|n| *n == *project_folder_name(&cwd.to_string_lossy()))
+        });
+        if same_project && memchr::memmem::find(&cmdline, s.id.as_bytes()).is_some() {
             return Some(pid);
         }
         if let Ok(fds) = std::fs::read_dir(base.join("fd")) {

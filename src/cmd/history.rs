@@ -10,6 +10,9 @@ use cchist::record::Record;
 use cchist::session::{Session, Turn};
 use clap::{Args, Subcommand};
 
+use cchist::edit::{NewMessage, Op, Role, TurnRef};
+
+use super::edit::{run_ops, WriteArgs};
 use super::target::SessionArgs;
 
 /// `cchist history` arguments.
@@ -27,6 +30,112 @@ pub enum Action {
     List(ListArgs),
     /// Print one turn, readable (or its records as JSON).
     Show(ShowArgs),
+    /// Delete whole turns (then relink, so the rest of the chain holds).
+    Delete(DeleteArgs),
+    /// Replace consecutive turns with one message.
+    Replace(ReplaceArgs),
+    /// Insert a message after a turn.
+    Insert(InsertArgs),
+}
+
+/// `history delete`.
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub target: SessionArgs,
+    /// Turns: numbers and ranges (`3,5-7`) or uuids of any record of a turn.
+    #[arg(short, long, value_name = "LIST")]
+    pub turns: String,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `history replace`.
+#[derive(Args, Debug)]
+pub struct ReplaceArgs {
+    #[command(flatten)]
+    pub target: SessionArgs,
+    /// Consecutive turns: numbers and ranges (`2-4`) or uuids.
+    #[arg(short, long, value_name = "LIST")]
+    pub turns: String,
+    /// The text of the replacement message.
+    #[arg(long, value_name = "TEXT")]
+    pub with: String,
+    /// Who speaks in the replacement.
+    #[arg(long, value_enum, default_value_t = RoleArg::User)]
+    pub role: RoleArg,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `history insert`.
+#[derive(Args, Debug)]
+pub struct InsertArgs {
+    #[command(flatten)]
+    pub target: SessionArgs,
+    /// The turn after which the message goes: number or uuid of any of its records.
+    #[arg(long, value_name = "N|UUID")]
+    pub after: String,
+    /// The text of the new message.
+    #[arg(long, value_name = "TEXT")]
+    pub content: String,
+    /// Who speaks.
+    #[arg(long, value_enum, default_value_t = RoleArg::User)]
+    pub role: RoleArg,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `--role`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleArg {
+    /// A user message.
+    User,
+    /// An assistant message.
+    Assistant,
+}
+
+impl From<RoleArg> for Role {
+    fn from(r: RoleArg) -> Role {
+        match r {
+            RoleArg::User => Role::User,
+            RoleArg::Assistant => Role::Assistant,
+        }
+    }
+}
+
+/// Parse `3,5-7,<uuid>` into turn references.
+pub fn parse_turn_list(s: &str) -> anyhow::Result<Vec<TurnRef>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-').filter(|(a, b)| {
+            a.chars().all(|c| c.is_ascii_digit())
+                && b.chars().all(|c| c.is_ascii_digit())
+                && !a.is_empty()
+                && !b.is_empty()
+        }) {
+            let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+            if a > b {
+                bail!("turn range {part}: start after end");
+            }
+            out.extend((a..=b).map(TurnRef::Number));
+        } else if let Ok(n) = part.parse::<usize>() {
+            out.push(TurnRef::Number(n));
+        } else {
+            out.push(TurnRef::Uuid(part.to_string()));
+        }
+    }
+    if out.is_empty() {
+        bail!("no turns given");
+    }
+    Ok(out)
+}
+
+fn one_ref(s: &str) -> TurnRef {
+    match s.parse::<usize>() {
+        Ok(n) => TurnRef::Number(n),
+        Err(_) => TurnRef::Uuid(s.to_string()),
+    }
 }
 
 /// `history list`.
@@ -59,6 +168,36 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
     match args.action {
         Action::List(a) => list(a),
         Action::Show(a) => show(a),
+        Action::Delete(a) => {
+            let ops = vec![Op::Delete {
+                turns: parse_turn_list(&a.turns)?,
+            }];
+            run_ops(&a.target.resolve()?, ops, &a.write)
+        }
+        Action::Replace(a) => {
+            let with = NewMessage {
+                role: a.role.into(),
+                content: a.with,
+                uuid: None,
+            };
+            let ops = vec![Op::Replace {
+                turns: parse_turn_list(&a.turns)?,
+                with,
+            }];
+            run_ops(&a.target.resolve()?, ops, &a.write)
+        }
+        Action::Insert(a) => {
+            let content = NewMessage {
+                role: a.role.into(),
+                content: a.content,
+                uuid: None,
+            };
+            let ops = vec![Op::Insert {
+                after: one_ref(&a.after),
+                content,
+            }];
+            run_ops(&a.target.resolve()?, ops, &a.write)
+        }
     }
 }
 

@@ -1,10 +1,13 @@
 //! One module per subcommand, each with `run(args) -> anyhow::Result<ExitStatus>`.
 
+pub mod apply;
 mod common;
+pub mod edit;
 pub mod history;
 pub mod ls;
 mod run;
 pub mod target;
+pub mod undo;
 mod validate;
 
 use cchist::error::ExitStatus;
@@ -18,5 +21,7 @@ pub fn dispatch(cmd: Command) -> anyhow::Result<ExitStatus> {
         Command::Validate(a) => validate::run(a),
         Command::Ls(a) => ls::run(a),
         Command::History(a) => history::run(a),
+        Command::Apply(a) => apply::run(a),
+        Command::Undo(a) => undo::run(a),
     }
 }

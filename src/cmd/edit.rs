@@ -1,0 +1,106 @@
+//! Shared by `history delete|replace|insert` and `apply`: build the edit pipeline (edit +
+//! relink), write it safely, and say what happened.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use cchist::edit::{EditReport, EditStage, Op};
+use cchist::error::{ExitStatus, Result as LibResult};
+use cchist::locate::SessionFile;
+use cchist::mutate::{self, MutateOptions, Written};
+use cchist::pipeline::{OnInvalid, Pipeline};
+use cchist::session::Session;
+use cchist::stages::{self, Cx, Scope, Stage};
+use clap::Args;
+
+/// How a mutating command writes.
+#[derive(Args, Debug, Clone)]
+pub struct WriteArgs {
+    /// Write the edited history as a new session (the original stays untouched), then print
+    /// the `claude --resume` line for it.
+    #[arg(long)]
+    pub fork: bool,
+    /// Show what would change; write nothing.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    /// Edit even a session that looks live (written in the last minute or open in claude).
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl WriteArgs {
+    fn options(&self) -> MutateOptions {
+        MutateOptions {
+            fork: self.fork,
+            dry_run: self.dry_run,
+            force: self.force,
+        }
+    }
+}
+
+/// Lets the edit stage be shared with the pipeline while we read its report afterwards.
+struct Shared(Arc<EditStage>);
+
+impl Stage for Shared {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn scope(&self) -> Scope {
+        Scope::Session
+    }
+    fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> LibResult<()> {
+        self.0.session(s, cx)
+    }
+}
+
+/// Apply `ops` to the session and write as `w` says.
+pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Result<ExitStatus> {
+    let edit = Arc::new(EditStage::new(ops));
+    let relink = stages::builder("relink")
+        .context("the relink stage is not available in this build")?(
+        toml::Table::new()
+    )
+    .map_err(anyhow::Error::msg)?;
+    let pipeline = Pipeline::new(
+        vec![Box::new(Shared(edit.clone())), relink],
+        OnInvalid::Keep,
+        "history edit".into(),
+    );
+    let (report, written) = mutate::mutate(session, &pipeline, w.options())?;
+    let er = edit.report();
+    print_labels(&er);
+    let name = session.path.display();
+    match written {
+        Written::DryRun => {
+            eprintln!(
+                "{name}: would remove turns {:?}; {}",
+                er.removed_turns,
+                super::common::describe("records", &report)
+            );
+        }
+        Written::Unchanged => eprintln!("{name}: nothing to change"),
+        Written::InPlace { backup } => {
+            eprintln!(
+                "{name}: edited (backup: {}; `cchist undo --session {}` restores it)",
+                backup.display(),
+                session.id
+            );
+        }
+        Written::Forked { id, path } => {
+            eprintln!(
+                "{name}: left untouched; edited copy written to {}",
+                path.display()
+            );
+            println!("claude --resume {id}");
+        }
+    }
+    Ok(ExitStatus::Ok)
+}
+
+fn print_labels(r: &EditReport) {
+    for (label, uuid) in &r.labels {
+        if label != uuid {
+            eprintln!("{label} -> {uuid}");
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Writing an edited session safely: in place with a backup, or as a new session (`--fork`),
+//! and undoing the last in-place edit.
+//!
+//! Claude Code keeps a running session in memory and appends to its file, so an in-place edit
+//! of a live session only shows on the next resume and can break the chain the running process
+//! appends to. A live session is therefore refused unless forced; `--fork` never touches the
+//! original and prints the `claude --resume` line for the copy.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Origin, Result};
+use crate::input;
+use crate::locate::{self, SessionFile};
+use crate::output::{AtomicFile, Sink, SpanWriter};
+use crate::pipeline::{FileReport, Pipeline};
+
+/// How to write an edit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MutateOptions {
+    /// Write a new session instead of changing this one.
+    pub fork: bool,
+    /// Only report.
+    pub dry_run: bool,
+    /// Edit even a session that looks live.
+    pub force: bool,
+}
+
+/// What happened.
+#[derive(Debug)]
+pub enum Written {
+    /// Nothing was written.
+    DryRun,
+    /// The session was replaced; the original is kept at `backup`.
+    InPlace {
+        /// The backup of the original.
+        backup: PathBuf,
+    },
+    /// The output was already identical: nothing written.
+    Unchanged,
+    /// A new session was written.
+    Forked {
+        /// Its id.
+        id: String,
+        /// Its file.
+        path: PathBuf,
+    },
+}
+
+/// Marker in backup names: `<session>.jsonl.cchist-bak.<stamp>`.
+pub const BACKUP_MARK: &str = ".cchist-bak.";
+
+/// Run `pipeline` over the session and write the result as `opts` says.
+pub fn mutate(
+    s: &SessionFile,
+    pipeline: &Pipeline,
+    opts: MutateOptions,
+) -> Result<(FileReport, Written)> {
+    let origin = Origin::file(&s.path);
+    if !opts.fork && !opts.dry_run && !opts.force {
+        if let Some(why) = locate::liveness(s) {
+            return Err(Error::Other(format!(
+                "{}: the session looks live ({why}); edit a copy with --fork (then `claude --resume <new id>`), or pass --force once it is idle",
+                s.path.display()
+            )));
+        }
+    }
+    let f = input::open(&s.path)?;
+    let mut out = Vec::with_capacity(f.data.len());
+    let mut sink = SpanWriter::new(&mut out);
+    let report = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
+    sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
+    drop(sink);
+    if opts.dry_run {
+        return Ok((report, Written::DryRun));
+    }
+    if opts.fork {
+        let (id, path) = fork(s, &out)?;
+        return Ok((report, Written::Forked { id, path }));
+    }
+    if out[..] == f.data[..] {
+        return Ok((report, Written::Unchanged));
+    }
+    let backup = backup_path(&s.path);
+    copy_keeping_mode(&s.path, &backup)?;
+    let mut tmp = AtomicFile::create(&s.path).map_err(|e| Error::io(&origin, "create", e))?;
+    tmp.write_all(&out)
+        .map_err(|e| Error::io(&origin, "write", e))?;
+    let now = std::fs::metadata(&s.path).map_err(|e| Error::io(&origin, "stat", e))?;
+    if now.len() != f.meta.len()
+        || now.mtime() != f.meta.mtime()
+        || now.mtime_nsec() != f.meta.mtime_nsec()
+    {
+        let _ = std::fs::remove_file(&backup);
+        return Err(Error::Concurrent { path: origin });
+    }
+    drop(f);
+    // Keep the mtime: Claude Code's cleanup goes by it, and a fresh one would make the session
+    // look live to the next edit.
+    tmp.commit(Some(now.mode()), now.modified().ok())
+        .map_err(|e| Error::io(&origin, "rename", e))?;
+    Ok((report, Written::InPlace { backup }))
+}
+
+/// A backup name that sorts after every earlier backup of the same file.
+fn backup_path(path: &Path) -> PathBuf {
+    let stamp = crate::clock::file_stamp(std::time::SystemTime::now());
+    let newest = backups(path).pop();
+    for n in 0u32.. {
+        let mut name = path.as_os_str().to_owned();
+        name.push(BACKUP_MARK);
+        name.push(&stamp);
+        if n > 0 {
+            name.push(format!(".{n:04}"));
+        }
+        let p = PathBuf::from(name);
+        if !p.exists() && newest.as_ref().map_or(true, |b| p > *b) {
+            return p;
+        }
+    }
+    unreachable!("some suffix is free")
+}
+
+/// Copy `from` to `to` atomically, with `from`'s mode and mtime.
+fn copy_keeping_mode(from: &Path, to: &Path) -> Result<()> {
+    let o = Origin::file(to);
+    let meta = std::fs::metadata(from).map_err(|e| Error::io(&Origin::file(from), "stat", e))?;
+    let data = std::fs::read(from).map_err(|e| Error::io(&Origin::file(from), "read", e))?;
+    let mut tmp = AtomicFile::create(to).map_err(|e| Error::io(&o, "create", e))?;
+    tmp.write_all(&data)
+        .map_err(|e| Error::io(&o, "write", e))?;
+    tmp.commit(Some(meta.mode()), meta.modified().ok())
+        .map_err(|e| Error::io(&o, "rename", e))
+}
+
+/// Backups of a session, oldest first.
+pub fn backups(path: &Path) -> Vec<PathBuf> {
+    let Some(dir) = path.parent() else {
+        return Vec::new();
+    };
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{name}{BACKUP_MARK}");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Restore the newest backup of a session (atomically) and remove it; returns its path.
+pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
+    let Some(latest) = backups(&s.path).pop() else {
+        return Err(Error::Other(format!(
+            "{}: no cchist backup to restore (backups are written by in-place history edits)",
+            s.path.display()
+        )));
+    };
+    if !force {
+        if let Some(why) = locate::liveness(s) {
+            return Err(Error::Other(format!(
+                "{}: the session looks live ({why}); pass --force once it is idle",
+                s.path.display()
+            )));
+        }
+    }
+    copy_keeping_mode(&latest, &s.path)?;
+    std::fs::remove_file(&latest).map_err(|e| Error::io(&Origin::file(&latest), "remove", e))?;
+    Ok(latest)
+}
+
+/// Write `bytes` as a new session beside `s`: fresh id in the file name and in every record's
+/// `sessionId`, the companion folder (`subagents/`, `tool-results/`) copied along.
+fn fork(s: &SessionFile, bytes: &[u8]) -> Result<(String, PathBuf)> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let old_ids = session_ids(bytes, &s.id);
+    let path = s.project_dir.join(format!("{id}.jsonl"));
+    write_new(&path, &rewrite_session_id(bytes, &old_ids, &id), &s.path)?;
+    let comp = s.companion_dir();
+    if comp.is_dir() {
+        copy_tree(&comp, &s.project_dir.join(&id), &old_ids, &id)?;
+    }
+    Ok((id, path))
+}
+
+/// The session ids the records carry (normally one, equal to the file stem).
+fn session_ids(bytes: &[u8], stem: &str) -> Vec<String> {
+    let mut ids = vec![stem.to_string()];
+    for l in input::framing::lines(bytes, 1) {
+        if let Some(h) = crate::record::Header::parse(l.body) {
+            if let Some(sid) = h.session_id {
+                if !ids.contains(&sid) {
+                    ids.push(sid);
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// Replace `"sessionId":"<old>"` by the new id, touching nothing else.
+pub fn rewrite_session_id(bytes: &[u8], old: &[String], new: &str) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for o in old {
+        let from = format!("\"sessionId\":\"{o}\"");
+        let to = format!("\"sessionId\":\"{new}\"");
+        out = replace_all(&out, from.as_bytes(), to.as_bytes());
+    }
+    out
+}
+
+fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut last = 0;
+    for i in memchr::memmem::find_iter(hay, from) {
+        out.extend_from_slice(&hay[last..i]);
+        out.extend_from_slice(to);
+        last = i + from.len();
+    }
+    out.extend_from_slice(&hay[last..]);
+    out
+}
+
+fn write_new(path: &Path, bytes: &[u8], like: &Path) -> Result<()> {
+    let o = Origin::file(path);
+    let mode = std::fs::metadata(like).map(|m| m.mode()).unwrap_or(0o600);
+    let mut tmp = AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io(&o, "write", e))?;
+    tmp.commit(Some(mode), None)
+        .map_err(|e| Error::io(&o, "rename", e))
+}
+
+fn copy_tree(from: &Path, to: &Path, old_ids: &[String], new: &str) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| Error::io(&Origin::file(to), "create directory", e))?;
+    let rd =
+        std::fs::read_dir(from).map_err(|e| Error::io(&Origin::file(from), "read directory", e))?;
+    for e in rd.flatten() {
+        let p = e.path();
+        let dest = to.join(e.file_name());
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_symlink() {
+            continue;
+        }
+        if ft.is_dir() {
+            copy_tree(&p, &dest, old_ids, new)?;
+        } else if ft.is_file() {
+            let data = std::fs::read(&p).map_err(|e| Error::io(&Origin::file(&p), "read", e))?;
+            let data = if p.extension().is_some_and(|x| x == "jsonl") {
+                rewrite_session_id(&data, old_ids, new)
+            } else {
+                data
+            };
+            write_new(&dest, &data, &p)?;
+        }
+    }
+    Ok(())
+}
