@@ -143,7 +143,8 @@ impl<'a> Session<'a> {
         self.known_parents = known;
     }
 
-    /// Remove record `i`, leaving a tombstone for its uuid; returns it.
+    /// Remove record `i`, leaving a tombstone for its uuid; returns it. Indexes are stale until
+    /// the next [`Session::reindex`].
     pub fn remove(&mut self, i: usize) -> Record<'a> {
         let r = self.records.remove(i);
         if let Some(h) = r.header() {

@@ -1,0 +1,28 @@
+//! `cchist relink [PATH…]`: make every reference resolve; repair damaged files.
+
+use cchist::error::ExitStatus;
+use cchist::pipeline::{OnInvalid, Pipeline};
+use cchist::stages::relink::{Relink, RelinkOptions};
+use clap::Args;
+
+use crate::cli::IoArgs;
+
+/// `cchist relink` arguments.
+#[derive(Args, Debug)]
+pub struct RelinkArgs {
+    /// Leave tool pairing alone (no removal of orphan tool_result blocks, no synthetic results
+    /// for unanswered tool_use blocks).
+    #[arg(long)]
+    pub no_tool_pairs: bool,
+    /// Input and output.
+    #[command(flatten)]
+    pub io: IoArgs,
+}
+
+pub fn run(args: RelinkArgs) -> anyhow::Result<ExitStatus> {
+    let stage = Relink::new(RelinkOptions {
+        tool_pairs: !args.no_tool_pairs,
+    });
+    let pipeline = Pipeline::new(vec![Box::new(stage)], OnInvalid::Keep, "relink".into());
+    super::common::execute(pipeline, &args.io)
+}

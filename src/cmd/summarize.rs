@@ -1,0 +1,64 @@
+//! `cchist summarize-range [PATH…]`: replace a range of turns with one summary turn.
+
+use anyhow::anyhow;
+use cchist::error::ExitStatus;
+use cchist::pipeline::{OnInvalid, Pipeline};
+use cchist::stages::summarize::{SummarizeOptions, SummarizeRange};
+use clap::{ArgGroup, Args};
+
+use crate::cli::IoArgs;
+
+/// `cchist summarize-range` arguments.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("range").required(true).multiple(true).args(["from", "to", "turns", "keep_last"])))]
+pub struct SummarizeArgs {
+    /// First record of the range (its whole turn is taken).
+    #[arg(long, value_name = "UUID", conflicts_with_all = ["turns", "keep_last"])]
+    pub from: Option<String>,
+    /// Last record of the range (its whole turn is taken).
+    #[arg(long, value_name = "UUID", conflicts_with_all = ["turns", "keep_last"])]
+    pub to: Option<String>,
+    /// Turn numbers as `history list` prints them: A..B (inclusive), A.., ..B or N.
+    #[arg(long, value_name = "RANGE", conflicts_with = "keep_last")]
+    pub turns: Option<String>,
+    /// Summarize everything before the last N turns.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+    /// The summary text (default: a built-in digest of the range).
+    #[arg(long, value_name = "TEXT", conflicts_with = "command")]
+    pub text: Option<String>,
+    /// Shell command that reads the range as JSONL on stdin and prints the summary.
+    #[arg(long, value_name = "CMD")]
+    pub command: Option<String>,
+    /// Seconds the --command may run.
+    #[arg(long, value_name = "SECS", requires = "command")]
+    pub timeout: Option<u64>,
+    /// Input and output.
+    #[command(flatten)]
+    pub io: IoArgs,
+}
+
+pub fn run(args: SummarizeArgs) -> anyhow::Result<ExitStatus> {
+    let opts = SummarizeOptions {
+        from: args.from,
+        to: args.to,
+        turns: args.turns,
+        keep_last: args.keep_last,
+        text: args.text,
+        command: args.command,
+        timeout_secs: args.timeout,
+    };
+    let stage = SummarizeRange::new(opts).map_err(|e| {
+        anyhow!(e
+            .replace("key `keep_last`", "--keep-last")
+            .replace("key `timeout_secs`", "--timeout")
+            .replace("key `", "--")
+            .replace('`', ""))
+    })?;
+    let pipeline = Pipeline::new(
+        vec![Box::new(stage)],
+        OnInvalid::Keep,
+        "summarize-range".into(),
+    );
+    super::common::execute(pipeline, &args.io)
+}

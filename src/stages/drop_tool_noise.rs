@@ -1,0 +1,746 @@
+//! `drop-tool-noise`: make a transcript smaller without breaking it.
+//!
+//! - drops `progress` records and bookkeeping record types / attachment subtypes (defaults: the
+//!   set transcript-format.md §11 found safe against Claude Code 2.1.328);
+//! - caps tool output: a `tool_result` text, and any string of the matching `toolUseResult`,
+//!   longer than `max_tool_output` bytes keeps its head and tail around a marker
+//!   `[… 183 kB of tool output removed by cchist …]` (the result stays under the cap, so a second
+//!   run changes nothing);
+//! - replaces base64 images with a short text block (and empties `toolUseResult` `base64`
+//!   copies);
+//! - collapses repeated identical reads (same `Read` input, same result) to the latest one;
+//! - drops whole tool calls by tool-name glob, optionally keeping failed ones.
+//!
+//! A dropped tool call goes with its result(s) (and so its `toolUseResult`) and with the
+//! `progress`/hook records naming its id; pieces of an assistant message left with nothing but
+//! thinking go too. When anything with a uuid may be dropped the stage is session-scoped and
+//! ends by running [`relink`](super::relink::relink), so the chain stays valid. With only
+//! capping and image replacement enabled it is record-scoped and streams.
+//!
+//! Not handled here: the `tool-results/<file>.txt` companion files of dropped calls stay on
+//! disk (the stage sees only the transcript stream).
+
+use std::collections::{HashMap, HashSet};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::record::Record;
+use crate::session::Session;
+use crate::stages::relink::{object_mut, relink, stage_err};
+use crate::stages::{options, Cx, Scope, Stage, Verdict};
+
+const NAME: &str = "drop-tool-noise";
+
+/// Smallest accepted `max_tool_output` (head + tail + marker must fit).
+pub const MIN_CAP: usize = 256;
+
+/// Options of `drop-tool-noise`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropToolNoiseOptions {
+    /// Drop every `progress` record.
+    #[serde(default = "yes")]
+    pub drop_progress: bool,
+    /// Record `type`s to drop (globs).
+    #[serde(default = "default_types")]
+    pub drop_types: Vec<String>,
+    /// `attachment.type`s to drop (globs).
+    #[serde(default = "default_attachments")]
+    pub drop_attachments: Vec<String>,
+    /// Cap tool output longer than this many bytes (0 = no cap).
+    #[serde(default = "default_cap")]
+    pub max_tool_output: usize,
+    /// Replace base64 images with a text placeholder.
+    #[serde(default = "yes")]
+    pub replace_images: bool,
+    /// Keep only the latest of repeated identical `Read` calls.
+    #[serde(default = "yes")]
+    pub collapse_reads: bool,
+    /// Drop whole tool calls whose tool name matches one of these globs (e.g. `mcp__*`).
+    #[serde(default)]
+    pub drop_tools: Vec<String>,
+    /// With `drop_tools`: keep calls whose result is an error.
+    #[serde(default = "yes")]
+    pub keep_errors: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Default `drop_types`: API request bookkeeping and session state of Claude Code 2.1.x.
+pub fn default_types() -> Vec<String> {
+    ["api-request*", "atis-latch", "tools-used", "cost-state"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// Default `drop_attachments`: context snapshots the CLI re-creates on resume.
+pub fn default_attachments() -> Vec<String> {
+    [
+        "prompt_snapshot",
+        "skill_listing",
+        "agent_listing_delta",
+        "deferred_tools_delta",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Default `max_tool_output` (bytes).
+pub const DEFAULT_CAP: usize = 16 * 1024;
+
+fn default_cap() -> usize {
+    DEFAULT_CAP
+}
+
+impl Default for DropToolNoiseOptions {
+    fn default() -> Self {
+        DropToolNoiseOptions {
+            drop_progress: true,
+            drop_types: default_types(),
+            drop_attachments: default_attachments(),
+            max_tool_output: DEFAULT_CAP,
+            replace_images: true,
+            collapse_reads: true,
+            drop_tools: Vec::new(),
+            keep_errors: true,
+        }
+    }
+}
+
+/// The `drop-tool-noise` stage.
+pub struct DropToolNoise {
+    opts: DropToolNoiseOptions,
+    types: GlobSet,
+    attachments: GlobSet,
+    tools: GlobSet,
+}
+
+fn globs(key: &str, pats: &[String]) -> std::result::Result<GlobSet, String> {
+    let mut b = GlobSetBuilder::new();
+    for p in pats {
+        b.add(Glob::new(p).map_err(|e| format!("key `{key}`: bad glob `{p}`: {e}"))?);
+    }
+    b.build().map_err(|e| format!("key `{key}`: {e}"))
+}
+
+impl DropToolNoise {
+    /// Build the stage, validating the options.
+    pub fn new(opts: DropToolNoiseOptions) -> std::result::Result<Self, String> {
+        if opts.max_tool_output != 0 && opts.max_tool_output < MIN_CAP {
+            return Err(format!(
+                "key `max_tool_output`: {} is too small; use 0 (no cap) or at least {MIN_CAP}",
+                opts.max_tool_output
+            ));
+        }
+        Ok(DropToolNoise {
+            types: globs("drop_types", &opts.drop_types)?,
+            attachments: globs("drop_attachments", &opts.drop_attachments)?,
+            tools: globs("drop_tools", &opts.drop_tools)?,
+            opts,
+        })
+    }
+
+    fn drops_chain_records(&self) -> bool {
+        let o = &self.opts;
+        o.drop_progress
+            || !o.drop_types.is_empty()
+            || !o.drop_attachments.is_empty()
+            || o.collapse_reads
+            || !o.drop_tools.is_empty()
+    }
+
+    /// True when a record of this header is dropped for its type alone.
+    fn drops_type(&self, h: &crate::record::Header) -> bool {
+        (self.opts.drop_progress && h.ty == "progress")
+            || (!h.ty.is_empty() && self.types.is_match(&h.ty))
+            || (h.ty == "attachment"
+                && h.subtype
+                    .as_deref()
+                    .is_some_and(|t| self.attachments.is_match(t)))
+    }
+}
+
+/// Registry builder.
+pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+    let opts: DropToolNoiseOptions = options(table)?;
+    Ok(Box::new(DropToolNoise::new(opts)?))
+}
+
+impl Stage for DropToolNoise {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn scope(&self) -> Scope {
+        if self.drops_chain_records() {
+            Scope::Session
+        } else {
+            Scope::Record
+        }
+    }
+
+    fn record(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<Verdict> {
+        // Streaming: only records outside the chain may go without a relink.
+        if let Some(h) = rec.header() {
+            if h.uuid.is_none() && self.drops_type(h) {
+                return Ok(Verdict::Drop);
+            }
+        }
+        self.edit(rec, cx)?;
+        Ok(Verdict::Keep)
+    }
+
+    fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+        let mut drop: HashSet<usize> = HashSet::new();
+        for i in 0..s.records.len() {
+            if s.header(i).is_some_and(|h| self.drops_type(h)) {
+                drop.insert(i);
+            }
+        }
+        let mut calls: HashSet<String> = self.tool_calls_to_drop(s)?;
+        let collapsed = if self.opts.collapse_reads {
+            self.repeated_reads(s, cx)?
+        } else {
+            HashSet::new()
+        };
+        let n_collapsed = collapsed.difference(&calls).count() as u64;
+        let n_dropped = calls.len() as u64;
+        calls.extend(collapsed);
+        self.drop_calls(s, &calls, &mut drop, cx)?;
+        for i in 0..s.records.len() {
+            if !drop.contains(&i) {
+                self.edit(&mut s.records[i], cx)?;
+            }
+        }
+        let mut i = 0;
+        s.records.retain(|_| {
+            i += 1;
+            !drop.contains(&(i - 1))
+        });
+        if n_dropped > 0 {
+            cx.count("drop-tool-noise.tool_calls_dropped", n_dropped);
+        }
+        if n_collapsed > 0 {
+            cx.count("drop-tool-noise.reads_collapsed", n_collapsed);
+        }
+        relink(s, cx)
+    }
+}
+
+impl DropToolNoise {
+    /// Ids of the tool calls `drop_tools` names (minus failed ones with `keep_errors`).
+    fn tool_calls_to_drop(&self, s: &Session<'_>) -> Result<HashSet<String>> {
+        let mut out = HashSet::new();
+        if self.opts.drop_tools.is_empty() {
+            return Ok(out);
+        }
+        for (id, &i) in &s.tool_uses {
+            let Some(h) = s.header(i) else { continue };
+            let name = h
+                .blocks
+                .iter()
+                .find(|b| b.id.as_deref() == Some(id.as_str()))
+                .and_then(|b| b.name.as_deref());
+            if !name.is_some_and(|n| self.tools.is_match(n)) {
+                continue;
+            }
+            if self.opts.keep_errors && result_is_error(s, id) {
+                continue;
+            }
+            out.insert(id.clone());
+        }
+        Ok(out)
+    }
+
+    /// Ids of `Read` calls repeated later with the same input and the same result.
+    fn repeated_reads(&self, s: &mut Session<'_>, cx: &Cx) -> Result<HashSet<String>> {
+        let mut reads: Vec<(usize, String)> = s
+            .tool_uses
+            .iter()
+            .filter(|(id, &i)| {
+                s.header(i).is_some_and(|h| {
+                    h.blocks.iter().any(|b| {
+                        b.kind == "tool_use"
+                            && b.id.as_deref() == Some(id.as_str())
+                            && b.name.as_deref() == Some("Read")
+                    })
+                }) && s.tool_results.get(*id).is_some_and(|r| r.len() == 1)
+                    && !result_is_error(s, id)
+            })
+            .map(|(id, &i)| (i, id.clone()))
+            .collect();
+        reads.sort();
+        let mut latest: HashMap<(String, String), String> = HashMap::new();
+        let mut out = HashSet::new();
+        for (i, id) in reads {
+            let input = block_field(s, i, "tool_use", "id", &id, "input", cx)?;
+            let r = s.tool_results[&id][0];
+            let result = block_field(s, r, "tool_result", "tool_use_id", &id, "content", cx)?;
+            let (Some(input), Some(result)) = (input, result) else {
+                continue;
+            };
+            if let Some(prev) = latest.insert((input, result), id) {
+                out.insert(prev);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Mark the records of the calls in `ids` for dropping (or strip their blocks from records
+    /// that hold more).
+    fn drop_calls(
+        &self,
+        s: &mut Session<'_>,
+        ids: &HashSet<String>,
+        drop: &mut HashSet<usize>,
+        cx: &Cx,
+    ) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        // Every block naming a dropped call: its tool_use / server_tool_use, its tool_result,
+        // and a server tool's own result block (web_search_tool_result, …).
+        let names_call = |b: &crate::record::Block| {
+            b.id.as_deref().is_some_and(|x| ids.contains(x))
+                || b.tool_use_id.as_deref().is_some_and(|x| ids.contains(x))
+        };
+        let mut strip: Vec<usize> = Vec::new();
+        let mut messages: HashSet<String> = HashSet::new();
+        for i in 0..s.records.len() {
+            let Some(h) = s.header(i) else { continue };
+            if h.blocks.iter().any(names_call) {
+                strip.push(i);
+                if h.ty == "assistant" {
+                    messages.extend(h.message_id.clone());
+                }
+            } else if !matches!(h.ty.as_str(), "user" | "assistant") {
+                // progress / hook records of a dropped call.
+                let names = |x: &Option<String>| x.as_deref().is_some_and(|t| ids.contains(t));
+                if names(&h.tool_use_id) || names(&h.parent_tool_use_id) {
+                    drop.insert(i);
+                }
+            }
+        }
+        for i in strip {
+            let Some(h) = s.header(i) else { continue };
+            if h.blocks.iter().all(names_call) {
+                drop.insert(i);
+                continue;
+            }
+            let m = object_mut(&mut s.records[i], cx, NAME)?;
+            if let Some(Value::Array(blocks)) =
+                m.get_mut("message").and_then(|v| v.get_mut("content"))
+            {
+                blocks.retain(|b| {
+                    let named = |k: &str| {
+                        b.get(k)
+                            .and_then(Value::as_str)
+                            .is_some_and(|x| ids.contains(x))
+                    };
+                    !(named("id") || named("tool_use_id"))
+                });
+            }
+        }
+        // Pieces of a message left with nothing but thinking go with it.
+        for mid in messages {
+            let pieces: Vec<usize> = (0..s.records.len())
+                .filter(|&i| {
+                    s.header(i).is_some_and(|h| {
+                        h.ty == "assistant" && h.message_id.as_deref() == Some(mid.as_str())
+                    })
+                })
+                .collect();
+            let only_thinking = pieces.iter().filter(|i| !drop.contains(i)).all(|&i| {
+                s.header(i).is_some_and(|h| {
+                    h.blocks
+                        .iter()
+                        .all(|b| matches!(b.kind.as_str(), "thinking" | "redacted_thinking"))
+                })
+            });
+            if only_thinking {
+                drop.extend(pieces);
+            }
+        }
+        Ok(())
+    }
+
+    /// Cap tool output and replace images in one record; true when it changed.
+    fn edit(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<bool> {
+        let cap = self.opts.max_tool_output;
+        let Some(h) = rec.header() else {
+            return Ok(false);
+        };
+        if h.ty != "user" && h.ty != "assistant" {
+            return Ok(false);
+        }
+        let raw_len = rec.raw().len();
+        let stale = rec.is_changed();
+        let may_cap = cap > 0 && (stale || raw_len > cap);
+        let may_img = self.opts.replace_images
+            && (stale || memchr::memmem::find(rec.raw(), b"\"base64\"").is_some());
+        if !may_cap && !may_img {
+            return Ok(false);
+        }
+        let line = rec.line;
+        let mut v = rec
+            .value()
+            .map_err(|e| stage_err(cx, NAME, line, e))?
+            .clone();
+        let mut counts = Counts::default();
+        self.transform(&mut v, &mut counts);
+        if counts.capped + counts.images == 0 {
+            return Ok(false);
+        }
+        *rec.value_mut().map_err(|e| stage_err(cx, NAME, line, e))? = v;
+        if counts.capped > 0 {
+            cx.count("drop-tool-noise.outputs_capped", counts.capped);
+        }
+        if counts.images > 0 {
+            cx.count("drop-tool-noise.images_replaced", counts.images);
+        }
+        Ok(true)
+    }
+
+    fn transform(&self, v: &mut Value, c: &mut Counts) {
+        let cap = self.opts.max_tool_output;
+        let images = self.opts.replace_images;
+        let mut results = false;
+        if let Some(Value::Array(blocks)) = v.pointer_mut("/message/content") {
+            for b in blocks.iter_mut() {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("image") if images => replace_image(b, c),
+                    Some("tool_result") => {
+                        results = true;
+                        match b.get_mut("content") {
+                            Some(Value::String(t)) => cap_string(t, cap, c),
+                            Some(Value::Array(items)) => {
+                                for it in items.iter_mut() {
+                                    match it.get("type").and_then(Value::as_str) {
+                                        Some("image") if images => replace_image(it, c),
+                                        Some("text") => {
+                                            if let Some(Value::String(t)) = it.get_mut("text") {
+                                                cap_string(t, cap, c);
+                                            }
+                                        }
+                                        _ => {}
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if results {
+            if let Some(tur) = v.get_mut("toolUseResult") {
+                cap_all(tur, cap, images, c);
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    capped: u64,
+    images: u64,
+}
+
+fn result_is_error(s: &Session<'_>, id: &str) -> bool {
+    s.tool_results.get(id).into_iter().flatten().any(|&r| {
+        s.header(r).is_some_and(|h| {
+            h.blocks.iter().any(|b| {
+                b.kind == "tool_result" && b.tool_use_id.as_deref() == Some(id) && b.is_error
+            })
+        })
+    })
+}
+
+/// The JSON text of `field` of the block of kind `kind` whose `id_key` is `id`, in record `i`.
+fn block_field(
+    s: &mut Session<'_>,
+    i: usize,
+    kind: &str,
+    id_key: &str,
+    id: &str,
+    field: &str,
+    cx: &Cx,
+) -> Result<Option<String>> {
+    let line = s.records[i].line;
+    let v = s.records[i]
+        .value()
+        .map_err(|e| stage_err(cx, NAME, line, e))?;
+    let found = v
+        .pointer("/message/content")
+        .and_then(Value::as_array)
+        .and_then(|blocks| {
+            blocks.iter().find(|b| {
+                b.get("type").and_then(Value::as_str) == Some(kind)
+                    && b.get(id_key).and_then(Value::as_str) == Some(id)
+            })
+        })
+        .and_then(|b| b.get(field))
+        .map(Value::to_string);
+    Ok(found)
+}
+
+fn replace_image(b: &mut Value, c: &mut Counts) {
+    let src = &b["source"];
+    if src["type"] != "base64" {
+        return;
+    }
+    let Some(data) = src["data"].as_str() else {
+        return;
+    };
+    let media = src["media_type"].as_str().unwrap_or("image");
+    let text = format!(
+        "[image removed by cchist: {media}, {}]",
+        human_size(data.len() / 4 * 3)
+    );
+    *b = json!({"type": "text", "text": text});
+    c.images += 1;
+}
+
+/// Cap every long string in a `toolUseResult` value; with `images`, empty `base64` copies.
+fn cap_all(v: &mut Value, cap: usize, images: bool, c: &mut Counts) {
+    match v {
+        Value::String(t) => cap_string(t, cap, c),
+        Value::Array(a) => a.iter_mut().for_each(|x| cap_all(x, cap, images, c)),
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                if images && k == "base64" {
+                    if let Value::String(t) = x {
+                        if !t.is_empty() {
+                            t.clear();
+                            c.images += 1;
+                        }
+                        continue;
+                    }
+                }
+                cap_all(x, cap, images, c);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `183 kB`, `1.2 MB`, `512 bytes`.
+pub fn human_size(n: usize) -> String {
+    if n < 1000 {
+        format!("{n} bytes")
+    } else if n < 1_000_000 {
+        format!("{} kB", (n + 500) / 1000)
+    } else {
+        format!("{:.1} MB", n as f64 / 1e6)
+    }
+}
+
+fn cap_string(t: &mut String, cap: usize, c: &mut Counts) {
+    if let Some(new) = cap_text(t, cap) {
+        *t = new;
+        c.capped += 1;
+    }
+}
+
+/// `text` cut to at most `cap` bytes: head and tail (on line boundaries when one is near)
+/// around a marker naming how much was removed. `None` when it fits.
+pub fn cap_text(text: &str, cap: usize) -> Option<String> {
+    if cap == 0 || text.len() <= cap {
+        return None;
+    }
+    // Room for the marker (its size number has at most 7 characters).
+    let budget = cap.saturating_sub(64);
+    let half = budget / 2;
+    let bytes = text.as_bytes();
+    // A newline byte is always a char boundary, so snapping to one keeps UTF-8 intact.
+    let mut head = floor_boundary(text, half);
+    let lo = head - head.min(half / 4);
+    if let Some(nl) = memchr::memrchr(b'\n', &bytes[lo..head]) {
+        head = lo + nl + 1;
+    }
+    let mut tail = ceil_boundary(text, text.len() - half);
+    let hi = (tail + half / 4).min(text.len());
+    if let Some(nl) = memchr::memchr(b'\n', &bytes[tail..hi]) {
+        tail += nl + 1;
+    }
+    let removed = tail - head;
+    let marker = format!(
+        "[… {} of tool output removed by cchist …]",
+        human_size(removed)
+    );
+    let mut out = String::with_capacity(head + marker.len() + 2 + text.len() - tail);
+    out.push_str(&text[..head]);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&marker);
+    out.push('\n');
+    out.push_str(&text[tail..]);
+    debug_assert!(out.len() <= cap, "{} > {cap}", out.len());
+    Some(out)
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Origin;
+    use crate::input::framing::lines;
+
+    fn run(opts: DropToolNoiseOptions, text: &str) -> String {
+        let st = DropToolNoise::new(opts).unwrap();
+        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let mut cx = Cx::new(Origin::stdin());
+        st.session(&mut s, &mut cx).unwrap();
+        let mut out = Vec::new();
+        for r in &s.records {
+            r.write_to(&mut out);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn cap_keeps_head_and_tail_under_the_cap() {
+        let text: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let out = cap_text(&text, 1000).unwrap();
+        assert!(out.len() <= 1000, "{}", out.len());
+        assert!(out.starts_with("line 0\n"));
+        assert!(out.ends_with("line 4999\n"));
+        assert!(out.contains("kB of tool output removed by cchist …]"));
+        assert_eq!(cap_text(&out, 1000), None, "idempotent");
+        let wide = "é".repeat(2000);
+        assert!(cap_text(&wide, 300).unwrap().len() <= 300);
+    }
+
+    const CALLS: &str = concat!(
+        r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"mcp__x__y","input":{}}]}}"#,
+        "\n",
+        r#"{"type":"progress","uuid":"p","parentUuid":"2","toolUseID":"t1","data":{}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"toolUseResult":"ok"}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"4","parentUuid":"3","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t2","name":"mcp__x__z","input":{}}]}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"5","parentUuid":"4","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"boom","is_error":true}]}}"#,
+        "\n",
+        r#"{"type":"api-request","id":"r"}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"6","parentUuid":"5","message":{"id":"m3","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+        "\n",
+    );
+
+    #[test]
+    fn drops_tool_calls_by_glob_keeping_errors() {
+        let opts = DropToolNoiseOptions {
+            drop_tools: vec!["mcp__*".into()],
+            ..Default::default()
+        };
+        let out = run(opts, CALLS);
+        assert!(!out.contains("\"t1\""), "{out}");
+        assert!(out.contains("\"t2\""), "{out}");
+        assert!(!out.contains("api-request"), "{out}");
+        assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
+        assert!(
+            crate::validate::validate(out.as_bytes()).is_empty(),
+            "{out}"
+        );
+        let opts = DropToolNoiseOptions {
+            drop_tools: vec!["mcp__*".into()],
+            keep_errors: false,
+            ..Default::default()
+        };
+        let out = run(opts, CALLS);
+        assert!(!out.contains("tool_"), "{out}");
+        assert!(out.contains(r#""uuid":"6","parentUuid":"1""#), "{out}");
+    }
+
+    #[test]
+    fn collapses_identical_reads_and_replaces_images() {
+        let read = |n: &str, p: &str| {
+            format!(
+                concat!(
+                    r#"{{"type":"assistant","uuid":"a{n}","parentUuid":"{p}","message":{{"id":"m{n}","role":"assistant","content":[{{"type":"tool_use","id":"r{n}","name":"Read","input":{{"file_path":"/x"}}}}]}}}}"#,
+                    "\n",
+                    r#"{{"type":"user","uuid":"u{n}","parentUuid":"a{n}","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"r{n}","content":[{{"type":"text","text":"same"}},{{"type":"image","source":{{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}}}]}}]}}}}"#,
+                    "\n"
+                ),
+                n = n,
+                p = p
+            )
+        };
+        let text = format!(
+            "{}{}{}",
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#.to_string() + "\n",
+            read("1", "1"),
+            read("2", "u1"),
+        );
+        let out = run(DropToolNoiseOptions::default(), &text);
+        assert!(!out.contains("\"r1\""), "{out}");
+        assert!(out.contains("\"r2\""), "{out}");
+        assert!(out.contains(r#""uuid":"a2","parentUuid":"1""#), "{out}");
+        assert!(
+            out.contains("[image removed by cchist: image/png, 9 bytes]"),
+            "{out}"
+        );
+        assert!(!out.contains("iVBOR"), "{out}");
+    }
+
+    #[test]
+    fn server_tool_calls_go_with_their_result_blocks() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"3","parentUuid":"2","message":{"id":"m","role":"assistant","content":[{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"4","parentUuid":"3","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"found"}]}}"#,
+            "\n",
+        );
+        // relink leaves a server tool call alone (its result is in the message itself).
+        let none = DropToolNoiseOptions {
+            collapse_reads: false,
+            ..Default::default()
+        };
+        assert_eq!(run(none, text), text);
+        let opts = DropToolNoiseOptions {
+            drop_tools: vec!["web_*".into()],
+            ..Default::default()
+        };
+        let out = run(opts, text);
+        assert!(!out.contains("srvtoolu_1"), "{out}");
+        assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
+    }
+
+    #[test]
+    fn small_cap_is_rejected() {
+        let e = DropToolNoise::new(DropToolNoiseOptions {
+            max_tool_output: 10,
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert!(e.contains("max_tool_output"), "{e}");
+    }
+}

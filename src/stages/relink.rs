@@ -1,0 +1,1179 @@
+//! `relink`: make every uuid reference of a session resolve again.
+//!
+//! Run after any stage that drops or inserts records, or on its own (`cchist relink`) to repair
+//! a damaged file. What it does, in order:
+//!
+//! 1. **Parents.** A `parentUuid` naming a removed record (one with a tombstone in
+//!    [`Session::removed`]) is re-pointed at the removed record's nearest surviving ancestor
+//!    (`null` when the removed chain ended at a root). A `parentUuid` naming a record that was
+//!    never in the file (damage) is attached to the nearest earlier record of the same branch
+//!    (same `isSidechain`/`agentId`, previous chain record in file order; an assistant piece
+//!    prefers the previous piece of its own message), never to one of its own descendants; a
+//!    compaction summary whose boundary is gone becomes a root, as the boundary was.
+//! 2. **Cycles** are broken at the member that comes first in the file, which gets the same
+//!    treatment as a dangling parent.
+//! 3. **Split assistant messages** (a later piece of a `message.id` no longer chained to its
+//!    earlier piece) are re-attached to the previous piece.
+//! 4. **Tool pairing** (option `tool_pairs`, on by default): `tool_result` blocks whose
+//!    `tool_use` is not in the file are removed (a record left empty is removed and its
+//!    children relinked); a `tool_use` with no result anywhere gets a synthetic error result
+//!    record placed right after the last piece of its message, shaped like the one Claude Code
+//!    2.1.x writes for a call whose result was never recorded ([`INTERRUPTED_TOOL_TEXT`]).
+//!    A user/assistant message whose `content` is an empty list (what removing a record's only
+//!    block leaves) is removed too.
+//! 5. **Other references** — every field of [`REFERENCE_FIELDS`] besides `parentUuid`:
+//!    tombstoned targets are rewritten to the nearest surviving ancestor or removed when there
+//!    is none; `sourceToolAssistantUUID` is re-derived from the `tool_use` it answers;
+//!    `compactMetadata.preservedMessages.uuids`/`allUuids` lose missing entries (Claude Code
+//!    drops the whole splice when one is missing); `preservedSegment` shrinks to its surviving
+//!    head/tail or disappears with its last member; a missing anchor becomes the record that
+//!    replaced it, else the boundary itself.
+//!    A dangling `last-prompt.leafUuid`/`logicalParentUuid` that no tombstone explains points
+//!    at the nearest earlier main-chain record. `summary.leafUuid` into other files is left
+//!    alone (Claude Code writes those by design).
+//!
+//! Forks and parallel-tool side branches that resolve are left as they are, and a record that
+//! needs no change is never parsed for editing, so a file that needs nothing comes out
+//! byte-identical.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::record::Record;
+use crate::session::{is_conversational, Session, REFERENCE_FIELDS};
+use crate::stages::{options, Cx, Scope, Stage};
+
+/// Result text of the synthetic `tool_result` for a call that never got one: the text Claude
+/// Code 2.1.x itself writes (`is_error: true`, also as `toolUseResult`, with
+/// `toolDenialKind: "interrupted"`) when a session ended before a call's result was recorded.
+pub const INTERRUPTED_TOOL_TEXT: &str = "[Tool call interrupted: the session ended before this call's result was recorded, so its outcome is unknown. Check whether it took effect before relying on it or running it again.]";
+
+/// Options of the `relink` stage.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelinkOptions {
+    /// Remove orphan `tool_result` blocks and answer unanswered `tool_use` blocks.
+    #[serde(default = "yes")]
+    pub tool_pairs: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for RelinkOptions {
+    fn default() -> Self {
+        RelinkOptions { tool_pairs: true }
+    }
+}
+
+/// The `relink` stage.
+pub struct Relink {
+    opts: RelinkOptions,
+}
+
+impl Relink {
+    /// A relink stage with these options.
+    pub fn new(opts: RelinkOptions) -> Self {
+        Relink { opts }
+    }
+}
+
+/// Registry builder.
+pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+    let opts: RelinkOptions = options(table)?;
+    Ok(Box::new(Relink::new(opts)))
+}
+
+impl Stage for Relink {
+    fn name(&self) -> &'static str {
+        "relink"
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Session
+    }
+
+    fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+        relink_with(s, cx, &self.opts)
+    }
+}
+
+/// Relink with the default options (what dropping stages call when they are done).
+pub fn relink(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+    relink_with(s, cx, &RelinkOptions::default())
+}
+
+#[derive(Default)]
+struct Stats {
+    reparented: u64,
+    refs_rewritten: u64,
+    refs_removed: u64,
+    cycles_broken: u64,
+    orphan_results: u64,
+    synthetic_results: u64,
+    split_joined: u64,
+    empty_messages: u64,
+}
+
+/// Make every reference of `s` resolve (see the module docs).
+pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Result<()> {
+    s.reindex();
+    // Parents as they were when relink started: compaction segments are walked on these.
+    let orig: HashMap<String, Option<String>> = s
+        .by_uuid
+        .iter()
+        .map(|(u, &i)| (u.clone(), s.header(i).and_then(|h| h.parent_uuid.clone())))
+        .collect();
+    let mut st = Stats::default();
+    fix_parents(s, cx, &mut st)?;
+    break_cycles(s, cx, &mut st)?;
+    join_split_messages(s, cx, &mut st)?;
+    if opts.tool_pairs {
+        if drop_orphan_results(s, cx, &mut st)? {
+            s.reindex();
+            fix_parents(s, cx, &mut st)?;
+        }
+        if answer_unpaired(s, cx, &mut st)? {
+            s.reindex();
+        }
+    }
+    fix_references(s, cx, &orig, &mut st)?;
+    s.reindex();
+    for (name, n) in [
+        ("relink.reparented", st.reparented),
+        ("relink.references_rewritten", st.refs_rewritten),
+        ("relink.references_removed", st.refs_removed),
+        ("relink.cycles_broken", st.cycles_broken),
+        ("relink.orphan_results_removed", st.orphan_results),
+        ("relink.synthetic_results", st.synthetic_results),
+        ("relink.split_messages_joined", st.split_joined),
+        ("relink.empty_messages_removed", st.empty_messages),
+    ] {
+        if n > 0 {
+            cx.count(name, n);
+        }
+    }
+    Ok(())
+}
+
+/// Where a reference to a uuid that is not in the file leads.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// The nearest surviving record at or above it.
+    Survivor(String),
+    /// It was removed and its chain ended at a root: nothing survives above it.
+    Root,
+    /// No tombstone explains it: the reference was dangling already (damage).
+    Unknown,
+}
+
+/// Resolve `uuid` through the session's tombstones.
+pub fn resolve(s: &Session<'_>, uuid: &str) -> Resolution {
+    let mut cur = uuid;
+    let mut first = true;
+    for _ in 0..=s.removed.len() {
+        if s.by_uuid.contains_key(cur) {
+            return Resolution::Survivor(cur.to_string());
+        }
+        match s.removed.get(cur) {
+            Some(Some(p)) => cur = p,
+            Some(None) => return Resolution::Root,
+            None if first => return Resolution::Unknown,
+            // A removed record whose parent was itself dangling: its chain has no survivor.
+            None => return Resolution::Unknown,
+        }
+        first = false;
+    }
+    Resolution::Unknown
+}
+
+pub(crate) fn stage_err(cx: &Cx, stage: &'static str, line: usize, message: String) -> Error {
+    Error::Stage {
+        path: cx.origin.clone(),
+        line: (line > 0).then_some(line),
+        stage,
+        message,
+    }
+}
+
+/// The record's value for editing, as a JSON object.
+pub(crate) fn object_mut<'r>(
+    rec: &'r mut Record<'_>,
+    cx: &Cx,
+    stage: &'static str,
+) -> Result<&'r mut Map<String, Value>> {
+    let line = rec.line;
+    match rec.value_mut() {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(stage_err(
+            cx,
+            stage,
+            line,
+            "record is not a JSON object".into(),
+        )),
+        Err(e) => Err(stage_err(cx, stage, line, e)),
+    }
+}
+
+fn set_parent(s: &mut Session<'_>, i: usize, parent: Option<&str>, cx: &Cx) -> Result<()> {
+    let m = object_mut(&mut s.records[i], cx, "relink")?;
+    m.insert(
+        "parentUuid".into(),
+        parent.map_or(Value::Null, |p| Value::String(p.into())),
+    );
+    Ok(())
+}
+
+fn uuid_of(s: &Session<'_>, i: usize) -> Option<String> {
+    s.header(i).and_then(|h| h.uuid.clone())
+}
+
+fn branch_of(s: &Session<'_>, i: usize) -> Option<(bool, Option<String>)> {
+    s.header(i).map(|h| (h.is_sidechain, h.agent_id.clone()))
+}
+
+/// True when walking parents up from `j` reaches `i` (so `j` descends from `i`, or `j == i`).
+fn descends_from(s: &Session<'_>, j: usize, i: usize) -> bool {
+    let mut seen = HashSet::new();
+    let mut cur = Some(j);
+    while let Some(k) = cur {
+        if k == i {
+            return true;
+        }
+        if !seen.insert(k) {
+            return false;
+        }
+        cur = s.parent(k);
+    }
+    false
+}
+
+/// The record a record with a broken parent link should hang from: the previous piece of its
+/// assistant message, else the previous chain record of the same branch, in file order; never
+/// one of its own descendants.
+fn repair_parent(s: &Session<'_>, i: usize) -> Option<String> {
+    let branch = branch_of(s, i)?;
+    let h = s.header(i)?;
+    if h.ty == "assistant" {
+        if let Some(mid) = h.message_id.clone() {
+            for j in (0..i).rev() {
+                let Some(hj) = s.header(j) else { continue };
+                if hj.ty == "assistant"
+                    && hj.message_id.as_deref() == Some(mid.as_str())
+                    && hj.uuid.is_some()
+                    && branch_of(s, j).as_ref() == Some(&branch)
+                    && !descends_from(s, j, i)
+                {
+                    return hj.uuid.clone();
+                }
+            }
+        }
+    }
+    for j in (0..i).rev() {
+        let Some(hj) = s.header(j) else { continue };
+        if hj.uuid.is_some()
+            && branch_of(s, j).as_ref() == Some(&branch)
+            && hj.uuid != h.uuid
+            && !descends_from(s, j, i)
+        {
+            return hj.uuid.clone();
+        }
+    }
+    None
+}
+
+fn fix_parents(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
+    for i in 0..s.records.len() {
+        let Some(h) = s.header(i) else { continue };
+        let Some(p) = h.parent_uuid.clone() else {
+            continue;
+        };
+        if s.by_uuid.contains_key(&p) {
+            continue;
+        }
+        let own = h.uuid.clone();
+        let compact_summary = h.is_compact_summary;
+        let new = match resolve(s, &p) {
+            Resolution::Survivor(u) if Some(&u) != own.as_ref() => Some(u),
+            Resolution::Root => None,
+            // A compaction summary hangs from its boundary, a root: without it, it is the root.
+            _ if compact_summary => None,
+            _ => repair_parent(s, i),
+        };
+        set_parent(s, i, new.as_deref(), cx)?;
+        st.reparented += 1;
+    }
+    Ok(())
+}
+
+fn find_cycle(s: &Session<'_>) -> Option<Vec<usize>> {
+    // 0 = unvisited, 1 = on the current walk, 2 = known to reach a root.
+    let mut state = vec![0u8; s.records.len()];
+    for start in 0..s.records.len() {
+        let mut walk = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let at = walk.iter().position(|&k| k == i).unwrap_or(0);
+                    return Some(walk[at..].to_vec());
+                }
+                _ => {}
+            }
+            state[i] = 1;
+            walk.push(i);
+            cur = s.parent(i);
+        }
+        for i in walk {
+            state[i] = 2;
+        }
+    }
+    None
+}
+
+fn break_cycles(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
+    for _ in 0..s.records.len() {
+        let Some(cycle) = find_cycle(s) else {
+            return Ok(());
+        };
+        let first = *cycle.iter().min().expect("a cycle has members");
+        let new = repair_parent(s, first);
+        set_parent(s, first, new.as_deref(), cx)?;
+        st.cycles_broken += 1;
+    }
+    Ok(())
+}
+
+fn is_tool_results_only(h: &crate::record::Header) -> bool {
+    !h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind == "tool_result")
+}
+
+/// Walking up from record `i`, is the first assistant record (or user prompt) met a piece of
+/// message `mid`? Mirrors `validate`'s split-message check.
+fn reaches_same_message(s: &Session<'_>, i: usize, mid: &str) -> bool {
+    let mut cur = s.parent(i);
+    let mut steps = 0;
+    while let Some(p) = cur {
+        steps += 1;
+        if steps > s.records.len() {
+            return false;
+        }
+        let Some(h) = s.header(p) else { return false };
+        match h.ty.as_str() {
+            "assistant" => return h.message_id.as_deref() == Some(mid),
+            "user" if !is_tool_results_only(h) => return false,
+            _ => cur = s.parent(p),
+        }
+    }
+    true
+}
+
+fn join_split_messages(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
+    // A swap can split a piece already checked, so repeat until nothing moves (bounded).
+    for _ in 0..=s.records.len() {
+        let before = st.split_joined;
+        join_pass(s, cx, st)?;
+        if st.split_joined == before {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
+    let mut seen: HashSet<String> = HashSet::new();
+    for i in 0..s.records.len() {
+        let Some(h) = s.header(i) else { continue };
+        if h.ty != "assistant" {
+            continue;
+        }
+        let Some(mid) = h.message_id.clone() else {
+            continue;
+        };
+        if seen.insert(mid.clone()) || reaches_same_message(s, i, &mid) {
+            continue;
+        }
+        let branch = branch_of(s, i);
+        let prev = (0..i).rev().find(|&j| {
+            s.header(j).is_some_and(|hj| {
+                hj.ty == "assistant"
+                    && hj.message_id.as_deref() == Some(mid.as_str())
+                    && hj.uuid.is_some()
+            }) && branch_of(s, j) == branch
+        });
+        let (Some(j), Some(own)) = (prev, uuid_of(s, i)) else {
+            continue;
+        };
+        let j_uuid = uuid_of(s, j).expect("checked above");
+        if descends_from(s, j, i) {
+            // The earlier piece hangs below this one: swap them on the chain.
+            let above = s.header(i).and_then(|h| h.parent_uuid.clone());
+            set_parent(s, j, above.as_deref().filter(|p| *p != own), cx)?;
+        }
+        set_parent(s, i, Some(&j_uuid), cx)?;
+        st.split_joined += 1;
+    }
+    Ok(())
+}
+
+/// True when record `i` is a user/assistant message whose `content` is an empty list (the API
+/// rejects such a message; a redaction that removed a record's only thinking block leaves one).
+fn is_empty_message(s: &mut Session<'_>, i: usize) -> bool {
+    let candidate = s.header(i).is_some_and(|h| {
+        matches!(h.ty.as_str(), "user" | "assistant")
+            && h.uuid.is_some()
+            && h.blocks.is_empty()
+            && !h.content_is_text
+    });
+    candidate
+        && s.records[i]
+            .value()
+            .ok()
+            .and_then(|v| v.pointer("/message/content"))
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+}
+
+/// Remove `tool_result` blocks answering no `tool_use` of the file, and messages left with no
+/// content; true when records were removed (the caller relinks their children).
+fn drop_orphan_results(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<bool> {
+    let mut empty = Vec::new();
+    for i in 0..s.records.len() {
+        if is_empty_message(s, i) {
+            empty.push(i);
+            st.empty_messages += 1;
+            continue;
+        }
+        let orphans: HashSet<String> = match s.header(i) {
+            Some(h) => h
+                .tool_result_ids()
+                .filter(|id| !s.tool_uses.contains_key(*id))
+                .map(str::to_string)
+                .collect(),
+            None => continue,
+        };
+        if orphans.is_empty() {
+            continue;
+        }
+        let m = object_mut(&mut s.records[i], cx, "relink")?;
+        let Some(Value::Array(blocks)) = m.get_mut("message").and_then(|v| v.get_mut("content"))
+        else {
+            continue;
+        };
+        let before = blocks.len();
+        blocks.retain(|b| {
+            !(b.get("type").and_then(Value::as_str) == Some("tool_result")
+                && b.get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| orphans.contains(id)))
+        });
+        st.orphan_results += (before - blocks.len()) as u64;
+        if blocks.is_empty() {
+            empty.push(i);
+        }
+    }
+    for &i in empty.iter().rev() {
+        s.remove(i);
+    }
+    Ok(!empty.is_empty())
+}
+
+/// Envelope fields a generated record copies from its neighbour, in Claude Code's order.
+const ENVELOPE: &[&str] = &[
+    "isSidechain",
+    "agentId",
+    "userType",
+    "entrypoint",
+    "cwd",
+    "sessionId",
+    "version",
+    "gitBranch",
+    "slug",
+];
+
+/// A new record's envelope: `parentUuid`, then the [`ENVELOPE`] fields `from` has (with
+/// `userType: "external"` and `isSidechain: false` when it has none).
+pub(crate) fn envelope(from: Option<&Value>, parent: Option<&str>) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert(
+        "parentUuid".into(),
+        parent.map_or(Value::Null, |p| Value::String(p.into())),
+    );
+    for key in ENVELOPE {
+        if let Some(v) = from.and_then(|f| f.get(*key)) {
+            m.insert((*key).into(), v.clone());
+        }
+    }
+    m.entry("isSidechain").or_insert(Value::Bool(false));
+    m.entry("userType").or_insert(Value::from("external"));
+    m
+}
+
+/// A fresh v4 uuid.
+pub(crate) fn new_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// The last piece of `i`'s assistant message that descends from `i` (or `i` itself).
+fn last_piece(s: &Session<'_>, i: usize) -> usize {
+    let Some(h) = s.header(i) else { return i };
+    let (Some(mid), true) = (h.message_id.clone(), h.ty == "assistant") else {
+        return i;
+    };
+    let branch = branch_of(s, i);
+    (i + 1..s.records.len())
+        .rev()
+        .find(|&j| {
+            s.header(j).is_some_and(|hj| {
+                hj.ty == "assistant" && hj.message_id.as_deref() == Some(mid.as_str())
+            }) && branch_of(s, j) == branch
+                && descends_from(s, j, i)
+        })
+        .unwrap_or(i)
+}
+
+/// Give every `tool_use` without a result a synthetic error result; true when records were
+/// inserted.
+fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<bool> {
+    // (anchor record, tool_use record, id), in file and block order.
+    let mut todo: Vec<(usize, usize, String)> = Vec::new();
+    for i in 0..s.records.len() {
+        let Some(h) = s.header(i) else { continue };
+        if h.uuid.is_none() {
+            continue;
+        }
+        // Only client tools: a server_tool_use is answered inside the assistant message.
+        let ids: Vec<String> = h
+            .blocks
+            .iter()
+            .filter(|b| b.kind == "tool_use")
+            .filter_map(|b| b.id.as_deref())
+            .filter(|id| !s.tool_results.contains_key(*id) && s.tool_uses.get(*id) == Some(&i))
+            .map(str::to_string)
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let anchor = last_piece(s, i);
+        todo.extend(ids.into_iter().map(|id| (anchor, i, id)));
+    }
+    if todo.is_empty() {
+        return Ok(false);
+    }
+    todo.sort_by_key(|t| t.0);
+    let mut groups: Vec<(usize, Vec<(usize, String)>)> = Vec::new();
+    for (anchor, i, id) in todo {
+        match groups.last_mut() {
+            Some((a, v)) if *a == anchor => v.push((i, id)),
+            _ => groups.push((anchor, vec![(i, id)])),
+        }
+    }
+    // From the end, so earlier indexes stay valid while records are inserted.
+    for (anchor, calls) in groups.into_iter().rev() {
+        let Some(anchor_uuid) = uuid_of(s, anchor) else {
+            continue;
+        };
+        let children: Vec<usize> = (0..s.records.len())
+            .filter(|&k| {
+                k != anchor
+                    && s.header(k).and_then(|h| h.parent_uuid.as_deref())
+                        == Some(anchor_uuid.as_str())
+            })
+            .collect();
+        let line = s.records[anchor].line;
+        let template = s.records[anchor]
+            .value()
+            .map_err(|e| stage_err(cx, "relink", line, e))?
+            .clone();
+        let timestamp = template.get("timestamp").cloned();
+        let mut parent = anchor_uuid.clone();
+        let mut new_records = Vec::new();
+        for (use_rec, id) in calls {
+            let source = uuid_of(s, use_rec);
+            let uuid = new_uuid();
+            let mut m = envelope(Some(&template), Some(&parent));
+            m.insert("type".into(), Value::from("user"));
+            m.insert(
+                "message".into(),
+                json!({"role": "user", "content": [{
+                    "type": "tool_result",
+                    "content": INTERRUPTED_TOOL_TEXT,
+                    "is_error": true,
+                    "tool_use_id": id,
+                }]}),
+            );
+            m.insert("uuid".into(), Value::from(uuid.clone()));
+            if let Some(t) = &timestamp {
+                m.insert("timestamp".into(), t.clone());
+            }
+            m.insert("toolUseResult".into(), Value::from(INTERRUPTED_TOOL_TEXT));
+            m.insert("toolDenialKind".into(), Value::from("interrupted"));
+            if let Some(src) = source {
+                m.insert("sourceToolAssistantUUID".into(), Value::from(src));
+            }
+            new_records.push(Record::from_value(Value::Object(m)));
+            parent = uuid;
+            st.synthetic_results += 1;
+        }
+        for k in children {
+            set_parent(s, k, Some(&parent), cx)?;
+        }
+        // A last-prompt that named the anchor as the leaf now names the end of the new chain.
+        for k in 0..s.records.len() {
+            let names_anchor = s.header(k).is_some_and(|h| {
+                h.ty == "last-prompt" && h.leaf_uuid.as_deref() == Some(anchor_uuid.as_str())
+            });
+            if names_anchor {
+                object_mut(&mut s.records[k], cx, "relink")?
+                    .insert("leafUuid".into(), Value::from(parent.clone()));
+            }
+        }
+        let at = anchor + 1;
+        s.records.splice(at..at, new_records);
+    }
+    Ok(true)
+}
+
+/// What to do with one reference.
+enum Fix {
+    Set(String),
+    Remove,
+}
+
+/// The nearest earlier main-chain conversational record before `i`.
+fn earlier_main(s: &Session<'_>, i: usize) -> Option<String> {
+    (0..i).rev().find_map(|j| {
+        let h = s.header(j)?;
+        (h.uuid.is_some() && !h.is_sidechain && is_conversational(h))
+            .then(|| h.uuid.clone())
+            .flatten()
+    })
+}
+
+/// True when record `i` may contain `key` (cheap byte search on untouched records).
+fn mentions(rec: &Record<'_>, key: &str) -> bool {
+    if rec.is_changed() {
+        return true;
+    }
+    let needle = format!("\"{key}\"");
+    memchr::memmem::find(rec.raw(), needle.as_bytes()).is_some()
+}
+
+fn fix_references(
+    s: &mut Session<'_>,
+    cx: &Cx,
+    orig: &HashMap<String, Option<String>>,
+    st: &mut Stats,
+) -> Result<()> {
+    let compact: Vec<&str> = REFERENCE_FIELDS
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| p.starts_with("/compactMetadata/"))
+        .collect();
+    for i in 0..s.records.len() {
+        let Some(h) = s.header(i) else { continue };
+        let mut fixes: Vec<(&str, Fix)> = Vec::new();
+        // Fields the header already holds.
+        if let Some(v) = h.logical_parent_uuid.as_deref() {
+            if !s.by_uuid.contains_key(v) {
+                let fix = match resolve(s, v) {
+                    Resolution::Survivor(u) => Fix::Set(u),
+                    Resolution::Root => Fix::Remove,
+                    Resolution::Unknown => earlier_main(s, i).map_or(Fix::Remove, Fix::Set),
+                };
+                fixes.push(("logicalParentUuid", fix));
+            }
+        }
+        if let Some(v) = h.source_tool_assistant_uuid.as_deref() {
+            if !s.by_uuid.contains_key(v) {
+                let src = h
+                    .tool_result_ids()
+                    .find_map(|id| s.tool_uses.get(id))
+                    .and_then(|&j| uuid_of(s, j));
+                fixes.push(("sourceToolAssistantUUID", src.map_or(Fix::Remove, Fix::Set)));
+            }
+        }
+        if let Some(v) = h.leaf_uuid.as_deref() {
+            if !s.by_uuid.contains_key(v) {
+                match resolve(s, v) {
+                    Resolution::Survivor(u) => fixes.push(("leafUuid", Fix::Set(u))),
+                    Resolution::Root => fixes.push(("leafUuid", Fix::Remove)),
+                    // summary.leafUuid points into other files by design.
+                    Resolution::Unknown if h.ty == "last-prompt" => {
+                        fixes.push(("leafUuid", earlier_main(s, i).map_or(Fix::Remove, Fix::Set)))
+                    }
+                    Resolution::Unknown => {}
+                }
+            }
+        }
+        for (key, fix) in fixes {
+            let m = object_mut(&mut s.records[i], cx, "relink")?;
+            match fix {
+                Fix::Set(u) => {
+                    m.insert(key.into(), Value::from(u));
+                    st.refs_rewritten += 1;
+                }
+                Fix::Remove => {
+                    m.shift_remove(key);
+                    st.refs_removed += 1;
+                }
+            }
+        }
+        if !compact.is_empty() && mentions(&s.records[i], "compactMetadata") {
+            fix_compact_metadata(s, i, cx, orig, st)?;
+        }
+        // Any other reference field (added to the table later): tombstones only.
+        for (ptr, _) in REFERENCE_FIELDS {
+            let generic = !matches!(
+                *ptr,
+                "/parentUuid" | "/logicalParentUuid" | "/leafUuid" | "/sourceToolAssistantUUID"
+            ) && !ptr.starts_with("/compactMetadata/");
+            if generic {
+                fix_generic(s, i, ptr, cx, st)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fix_generic(s: &mut Session<'_>, i: usize, ptr: &str, cx: &Cx, st: &mut Stats) -> Result<()> {
+    let (parent_ptr, last) = ptr.rsplit_once('/').unwrap_or(("", ptr));
+    let key = if last == "*" {
+        parent_ptr.rsplit('/').next().unwrap_or("")
+    } else {
+        last
+    };
+    if key.is_empty() || !mentions(&s.records[i], key) {
+        return Ok(());
+    }
+    let line = s.records[i].line;
+    let v = s.records[i]
+        .value()
+        .map_err(|e| stage_err(cx, "relink", line, e))?;
+    if last == "*" {
+        let Some(Value::Array(a)) = v.pointer(parent_ptr) else {
+            return Ok(());
+        };
+        let gone: Vec<usize> = a
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| {
+                x.as_str()
+                    .is_some_and(|u| !s.by_uuid.contains_key(u) && s.removed.contains_key(u))
+            })
+            .map(|(k, _)| k)
+            .collect();
+        if gone.is_empty() {
+            return Ok(());
+        }
+        let v = s.records[i]
+            .value_mut()
+            .map_err(|e| stage_err(cx, "relink", line, e))?;
+        if let Some(Value::Array(a)) = v.pointer_mut(parent_ptr) {
+            for k in gone.into_iter().rev() {
+                a.remove(k);
+                st.refs_removed += 1;
+            }
+        }
+        return Ok(());
+    }
+    let Some(u) = v.pointer(ptr).and_then(Value::as_str).map(str::to_string) else {
+        return Ok(());
+    };
+    if s.by_uuid.contains_key(&u) {
+        return Ok(());
+    }
+    let fix = match resolve(s, &u) {
+        Resolution::Survivor(n) => Fix::Set(n),
+        Resolution::Root => Fix::Remove,
+        Resolution::Unknown => return Ok(()),
+    };
+    let v = s.records[i]
+        .value_mut()
+        .map_err(|e| stage_err(cx, "relink", line, e))?;
+    match fix {
+        Fix::Set(n) => {
+            if let Some(x) = v.pointer_mut(ptr) {
+                *x = Value::from(n);
+                st.refs_rewritten += 1;
+            }
+        }
+        Fix::Remove => {
+            if let Some(Value::Object(o)) = v.pointer_mut(parent_ptr) {
+                o.shift_remove(last);
+                st.refs_removed += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `compactMetadata.preservedSegment` / `preservedMessages` after records were removed.
+///
+/// Claude Code splices the preserved messages right after the anchor (normally the compact
+/// summary) and gives up on the whole splice when one listed uuid is missing. So: listed uuids
+/// that are gone are dropped; the segment shrinks to its surviving head and tail (found on the
+/// original chain through the tombstones, else from the list) or disappears with its last
+/// member; a missing anchor becomes what replaced it (a tombstone's survivor), else the
+/// boundary itself (the summary's parent).
+fn fix_compact_metadata(
+    s: &mut Session<'_>,
+    i: usize,
+    cx: &Cx,
+    orig: &HashMap<String, Option<String>>,
+    st: &mut Stats,
+) -> Result<()> {
+    let line = s.records[i].line;
+    let v = s.records[i]
+        .value()
+        .map_err(|e| stage_err(cx, "relink", line, e))?;
+    let Some(mut new_meta) = v.get("compactMetadata").and_then(Value::as_object).cloned() else {
+        return Ok(());
+    };
+    let own = v.get("uuid").and_then(Value::as_str).map(str::to_string);
+    let missing = |u: &str| !s.by_uuid.contains_key(u);
+    let new_anchor = |a: &str| match resolve(s, a) {
+        Resolution::Survivor(n) => Some(n),
+        _ => own.clone(),
+    };
+    let str_of =
+        |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).map(String::from);
+    let mut changed = 0u64;
+    let mut removed = 0u64;
+    // The surviving preserved uuids in order, from the list (before it is filtered).
+    let listed: Vec<String> = new_meta
+        .get("preservedMessages")
+        .and_then(|pm| pm.get("uuids"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter(|u| !missing(u))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(seg)) = new_meta.get_mut("preservedSegment") {
+        let head = str_of(seg, "headUuid");
+        let tail = str_of(seg, "tailUuid");
+        let mut drop_segment = false;
+        if let (Some(head), Some(tail)) = (&head, &tail) {
+            if missing(head) || missing(tail) {
+                let survivors: Vec<String> = match segment_path(s, orig, head, tail) {
+                    // tail → head order; the list is head → tail.
+                    Some(path) => path.into_iter().filter(|u| !missing(u)).rev().collect(),
+                    None => listed.clone(),
+                };
+                match (survivors.first(), survivors.last()) {
+                    (Some(h), Some(t)) => {
+                        for (key, old, new) in [("headUuid", head, h), ("tailUuid", tail, t)] {
+                            if old != new {
+                                seg.insert(key.into(), Value::from(new.as_str()));
+                                changed += 1;
+                            }
+                        }
+                    }
+                    _ => drop_segment = true,
+                }
+            }
+        }
+        if let Some(a) = str_of(seg, "anchorUuid").filter(|a| missing(a)) {
+            match new_anchor(&a) {
+                Some(n) => {
+                    seg.insert("anchorUuid".into(), Value::from(n));
+                    changed += 1;
+                }
+                None => drop_segment = true,
+            }
+        }
+        if drop_segment {
+            new_meta.shift_remove("preservedSegment");
+            removed += 1;
+        }
+    }
+    if let Some(Value::Object(pm)) = new_meta.get_mut("preservedMessages") {
+        let mut drop_pm = false;
+        if let Some(a) = str_of(pm, "anchorUuid").filter(|a| missing(a)) {
+            match new_anchor(&a) {
+                Some(n) => {
+                    pm.insert("anchorUuid".into(), Value::from(n));
+                    changed += 1;
+                }
+                None => drop_pm = true,
+            }
+        }
+        for key in ["uuids", "allUuids"] {
+            if let Some(Value::Array(list)) = pm.get_mut(key) {
+                let before = list.len();
+                list.retain(|x| !x.as_str().is_some_and(missing));
+                removed += (before - list.len()) as u64;
+            }
+        }
+        if drop_pm {
+            new_meta.shift_remove("preservedMessages");
+            removed += 1;
+        }
+    }
+    if changed + removed == 0 {
+        return Ok(());
+    }
+    object_mut(&mut s.records[i], cx, "relink")?
+        .insert("compactMetadata".into(), Value::Object(new_meta));
+    st.refs_rewritten += changed;
+    st.refs_removed += removed;
+    Ok(())
+}
+
+/// The uuids from `tail` up to `head` (inclusive) on the original chain, or `None` when the
+/// walk does not reach `head`.
+fn segment_path(
+    s: &Session<'_>,
+    orig: &HashMap<String, Option<String>>,
+    head: &str,
+    tail: &str,
+) -> Option<Vec<String>> {
+    let mut path = Vec::new();
+    let mut seen = HashSet::new();
+    let mut cur = Some(tail.to_string());
+    while let Some(u) = cur {
+        if !seen.insert(u.clone()) {
+            return None;
+        }
+        path.push(u.clone());
+        if u == head {
+            return Some(path);
+        }
+        cur = match orig.get(&u) {
+            Some(p) => p.clone(),
+            None => s.removed.get(&u)?.clone(),
+        };
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Origin;
+    use crate::input::framing::lines;
+
+    fn run(text: &str, edit: impl FnOnce(&mut Session<'_>)) -> String {
+        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        edit(&mut s);
+        let mut cx = Cx::new(Origin::stdin());
+        relink(&mut s, &mut cx).unwrap();
+        let mut out = Vec::new();
+        for r in &s.records {
+            r.write_to(&mut out);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    const CHAIN: &str = concat!(
+        r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
+        "\n",
+        r#"{"type":"user","uuid":"3","parentUuid":"2","sourceToolAssistantUUID":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
+        "\n",
+        r#"{"type":"assistant","uuid":"4","parentUuid":"3","message":{"id":"n","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+        "\n",
+        r#"{"type":"last-prompt","lastPrompt":"hi","leafUuid":"4"}"#,
+        "\n",
+    );
+
+    #[test]
+    fn untouched_file_is_identical() {
+        assert_eq!(run(CHAIN, |_| {}), CHAIN);
+    }
+
+    #[test]
+    fn child_of_removed_record_gets_grandparent() {
+        let out = run(CHAIN, |s| {
+            s.records.remove(3);
+        });
+        assert!(out.contains(r#""leafUuid":"3""#), "{out}");
+        assert!(
+            crate::validate::validate(out.as_bytes()).is_empty(),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn removed_tool_use_takes_its_result_along() {
+        let out = run(CHAIN, |s| {
+            s.records.remove(1);
+        });
+        assert!(!out.contains("tool_result"), "{out}");
+        assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
+        assert!(
+            crate::validate::validate(out.as_bytes()).is_empty(),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn removed_result_gets_synthetic_error_result() {
+        let out = run(CHAIN, |s| {
+            s.records.remove(2);
+        });
+        let recs: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let syn = &recs[2];
+        assert_eq!(syn["parentUuid"], "2");
+        assert_eq!(syn["message"]["content"][0]["is_error"], true);
+        assert_eq!(syn["message"]["content"][0]["tool_use_id"], "t");
+        assert_eq!(syn["sourceToolAssistantUUID"], "2");
+        assert_eq!(recs[3]["parentUuid"], syn["uuid"]);
+        assert!(
+            crate::validate::validate(out.as_bytes()).is_empty(),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn dangling_parent_and_cycle_are_repaired() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"gone","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"a","parentUuid":"b","message":{"role":"user","content":"q"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"b","parentUuid":"a","message":{"id":"n","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
+            "\n",
+        );
+        let out = run(text, |_| {});
+        assert!(out.contains(r#""uuid":"2","parentUuid":"1""#), "{out}");
+        assert!(out.contains(r#""uuid":"a","parentUuid":"2""#), "{out}");
+        assert!(
+            crate::validate::validate(out.as_bytes()).is_empty(),
+            "{out}"
+        );
+        assert_eq!(run(&out, |_| {}), out, "idempotent");
+    }
+
+    #[test]
+    fn orphan_result_is_removed() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"2","parentUuid":"1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"zz","content":"ok"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"3","parentUuid":"2","message":{"id":"n","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
+            "\n",
+        );
+        let out = run(text, |_| {});
+        assert_eq!(out.lines().count(), 2, "{out}");
+        assert!(out.contains(r#""uuid":"3","parentUuid":"1""#), "{out}");
+    }
+
+    /// A record-scoped stage whose `Drop` goes through `Stage::session`'s default.
+    struct DropType(&'static str);
+    impl Stage for DropType {
+        fn name(&self) -> &'static str {
+            "drop-type"
+        }
+        fn record(&self, rec: &mut Record<'_>, _: &mut Cx) -> Result<crate::stages::Verdict> {
+            Ok(if rec.record_type() == Some(self.0) {
+                crate::stages::Verdict::Drop
+            } else {
+                crate::stages::Verdict::Keep
+            })
+        }
+    }
+
+    #[test]
+    fn drops_by_record_stages_leave_tombstones() {
+        // File order differs from chain order: the progress record's parent is "1", and the
+        // record written just before it is the side branch "x".
+        let text = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"attachment","uuid":"x","parentUuid":"1"}"#,
+            "\n",
+            r#"{"type":"progress","uuid":"p","parentUuid":"1"}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"p","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"a"}]}}"#,
+            "\n",
+        );
+        let out = run(text, |s| {
+            let mut cx = Cx::new(Origin::stdin());
+            DropType("progress").session(s, &mut cx).unwrap();
+            s.reindex();
+            assert_eq!(s.removed.get("p"), Some(&Some("1".to_string())));
+        });
+        assert!(out.contains(r#""uuid":"2","parentUuid":"1""#), "{out}");
+        // Without the tombstone (a line deleted from the file), the nearest earlier record of
+        // the branch is the best guess.
+        let cut: String = text
+            .lines()
+            .filter(|l| !l.contains("progress"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(run(&cut, |_| {}).contains(r#""uuid":"2","parentUuid":"x""#));
+    }
+
+    #[test]
+    fn empty_message_is_removed_and_summary_without_boundary_is_a_root() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"s","parentUuid":"gone","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"s","message":{"id":"m","role":"assistant","content":[]}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":"next"}}"#,
+            "\n",
+        );
+        let out = run(text, |_| {});
+        assert!(out.contains(r#""uuid":"s","parentUuid":null"#), "{out}");
+        assert!(!out.contains(r#""uuid":"2""#), "{out}");
+        assert!(out.contains(r#""uuid":"3","parentUuid":"s""#), "{out}");
+    }
+
+    #[test]
+    fn compact_segment_shrinks_to_survivors() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"a"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"3","parentUuid":"2","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"b"}]}}"#,
+            "\n",
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"c","parentUuid":null,"logicalParentUuid":"3","compactMetadata":{"trigger":"manual","preservedSegment":{"headUuid":"2","anchorUuid":"s","tailUuid":"3"},"preservedMessages":{"anchorUuid":"s","uuids":["2","3"],"allUuids":["2","3"]}}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"s","parentUuid":"c","isCompactSummary":true,"message":{"role":"user","content":"summary"}}"#,
+            "\n",
+        );
+        let out = run(text, |s| {
+            s.records.remove(2);
+        });
+        let b: Value = serde_json::from_str(out.lines().nth(2).unwrap()).unwrap();
+        assert_eq!(b["logicalParentUuid"], "2");
+        assert_eq!(b["compactMetadata"]["preservedSegment"]["tailUuid"], "2");
+        assert_eq!(b["compactMetadata"]["preservedSegment"]["headUuid"], "2");
+        assert_eq!(
+            b["compactMetadata"]["preservedMessages"]["uuids"],
+            json!(["2"])
+        );
+        let out = run(text, |s| {
+            s.records.drain(1..3);
+        });
+        let b: Value = serde_json::from_str(out.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(b["logicalParentUuid"], "1");
+        assert!(
+            b["compactMetadata"].get("preservedSegment").is_none(),
+            "{b}"
+        );
+        assert_eq!(
+            b["compactMetadata"]["preservedMessages"]["uuids"],
+            json!([])
+        );
+    }
+}

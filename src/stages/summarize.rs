@@ -1,0 +1,754 @@
+//! `summarize-range`: replace a range of turns with one summary turn.
+//!
+//! The range is chosen by uuids (`from`/`to`: the turns holding them), by turn numbers
+//! (`turns = "3..10"`, 1-based and inclusive, numbered as [`Session::turns`] and `history list`
+//! number them), or by `keep_last = N` (every turn before the last N). It always covers whole
+//! turns, and grows to the turn holding the other half of any tool call it would cut.
+//!
+//! Every record of those turns is removed and ONE `user` record with string content takes the
+//! place of the first one: the text given (`text`), the standard output of a command fed the
+//! range as JSONL on its standard input (`command`, with a timeout; a failure, a non-zero exit
+//! or empty output is an error and the file is left untouched), or else a deterministic digest
+//! (prompts, files read and written, commands run, errors, final answer). The summary record
+//! gets a fresh v4 uuid, the envelope of the range's first prompt (`sessionId`, `cwd`,
+//! `version`, `gitBranch`, …), `isSidechain: false`, `userType: "external"`, the timestamp of
+//! the range's last record, a `parentUuid` into the kept chain, and
+//! `cchistSummary {turns, records, source, removedUuids}` naming what it replaced. Every
+//! reference into the range is re-pointed at it (tombstones + [`relink`]).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::history::{message_text, shorten};
+use crate::record::Record;
+use crate::session::{is_prompt, Session};
+use crate::stages::relink::{envelope, new_uuid, relink, stage_err};
+use crate::stages::{options, Cx, Scope, Stage};
+
+const NAME: &str = "summarize-range";
+
+/// Options of `summarize-range`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummarizeOptions {
+    /// First record of the range (its whole turn is taken).
+    #[serde(default)]
+    pub from: Option<String>,
+    /// Last record of the range (its whole turn is taken).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Turn numbers, `A..B` (inclusive), `A..`, `..B` or `N`.
+    #[serde(default)]
+    pub turns: Option<String>,
+    /// Summarize everything before the last N turns.
+    #[serde(default)]
+    pub keep_last: Option<usize>,
+    /// The summary text.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A shell command (`sh -c`) reading the range as JSONL and printing the summary.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Seconds the command may run (default 120).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// Default `timeout_secs` of a summary command.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+
+/// Which turns, before snapping and growing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Selector {
+    Uuids(Option<String>, Option<String>),
+    Turns(usize, Option<usize>),
+    KeepLast(usize),
+}
+
+/// The `summarize-range` stage.
+pub struct SummarizeRange {
+    selector: Selector,
+    text: Option<String>,
+    command: Option<String>,
+    timeout: Duration,
+}
+
+/// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive).
+pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), String> {
+    let bad = || {
+        format!("key `turns`: `{spec}` is not a turn range; write A..B (inclusive), A.., ..B or N")
+    };
+    let num = |s: &str| -> std::result::Result<usize, String> {
+        let n: usize = s.trim().parse().map_err(|_| bad())?;
+        if n == 0 {
+            return Err("key `turns`: turns are numbered from 1".into());
+        }
+        Ok(n)
+    };
+    let spec_t = spec.trim();
+    let Some((a, b)) = spec_t.split_once("..") else {
+        let n = num(spec_t)?;
+        return Ok((n, Some(n)));
+    };
+    let b = b.strip_prefix('=').unwrap_or(b);
+    let from = if a.trim().is_empty() { 1 } else { num(a)? };
+    let to = if b.trim().is_empty() {
+        None
+    } else {
+        Some(num(b)?)
+    };
+    if to.is_some_and(|t| t < from) {
+        return Err(format!("key `turns`: `{spec}` ends before it starts"));
+    }
+    Ok((from, to))
+}
+
+impl SummarizeRange {
+    /// Build the stage, validating the options.
+    pub fn new(o: SummarizeOptions) -> std::result::Result<Self, String> {
+        let by_uuid = o.from.is_some() || o.to.is_some();
+        let chosen = [by_uuid, o.turns.is_some(), o.keep_last.is_some()]
+            .iter()
+            .filter(|&&b| b)
+            .count();
+        if chosen != 1 {
+            return Err(
+                "choose the range with exactly one of `from`/`to`, `turns` or `keep_last`".into(),
+            );
+        }
+        let selector = if by_uuid {
+            Selector::Uuids(o.from, o.to)
+        } else if let Some(t) = &o.turns {
+            let (a, b) = parse_turns(t)?;
+            Selector::Turns(a, b)
+        } else {
+            Selector::KeepLast(o.keep_last.unwrap_or(0))
+        };
+        if o.text.is_some() && o.command.is_some() {
+            return Err("key `command`: give either `text` or `command`, not both".into());
+        }
+        if o.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err("key `text`: the summary text is empty".into());
+        }
+        if o.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            return Err("key `command`: the command is empty".into());
+        }
+        if o.timeout_secs == Some(0) {
+            return Err("key `timeout_secs`: must be at least 1".into());
+        }
+        Ok(SummarizeRange {
+            selector,
+            text: o.text,
+            command: o.command,
+            timeout: Duration::from_secs(o.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
+        })
+    }
+}
+
+/// Registry builder.
+pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+    let opts: SummarizeOptions = options(table)?;
+    Ok(Box::new(SummarizeRange::new(opts)?))
+}
+
+impl Stage for SummarizeRange {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Session
+    }
+
+    fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+        let turns = s.turns();
+        let Some((first, last)) = self.turn_range(s, turns.len(), cx)? else {
+            cx.count("summarize-range.skipped", 1);
+            return Ok(());
+        };
+        let (first, last) = grow_over_tool_pairs(s, &turns, first, last);
+        let removed: BTreeSet<usize> = turns[first..=last]
+            .iter()
+            .flat_map(|t| t.records.iter().copied())
+            .collect();
+        let label = if first == last {
+            format!("{}", turns[first].number)
+        } else {
+            format!("{}..{}", turns[first].number, turns[last].number)
+        };
+        let (text, source) = match (&self.text, &self.command) {
+            (Some(t), _) => (t.clone(), "text"),
+            (None, Some(cmd)) => (self.run_command(s, &removed, cmd, cx)?, "command"),
+            (None, None) => (digest(s, &removed, &label), "digest"),
+        };
+        let removed_uuids: Vec<String> = removed
+            .iter()
+            .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+            .collect();
+        // The kept record the range hangs from: the first prompt's parent, skipping the range.
+        let prompt = turns[first].prompt;
+        let in_range: HashSet<&str> = removed_uuids.iter().map(String::as_str).collect();
+        let mut parent = s.header(prompt).and_then(|h| h.parent_uuid.clone());
+        let mut guard = 0;
+        while let Some(p) = parent.clone().filter(|p| in_range.contains(p.as_str())) {
+            guard += 1;
+            parent = s
+                .by_uuid
+                .get(&p)
+                .and_then(|&i| s.header(i))
+                .and_then(|h| h.parent_uuid.clone())
+                .filter(|_| guard <= removed.len());
+        }
+        let timestamp = removed
+            .iter()
+            .rev()
+            .find_map(|&i| s.header(i).and_then(|h| h.timestamp.clone()))
+            .unwrap_or_else(crate::clock::now);
+        let line = s.records[prompt].line;
+        let template = s.records[prompt]
+            .value()
+            .map_err(|e| stage_err(cx, NAME, line, e))?
+            .clone();
+        let uuid = new_uuid();
+        let mut m = envelope(Some(&template), parent.as_deref());
+        m.insert("isSidechain".into(), Value::Bool(false));
+        m.insert("type".into(), Value::from("user"));
+        m.insert("message".into(), json!({"role": "user", "content": text}));
+        m.insert("uuid".into(), Value::from(uuid.clone()));
+        m.insert("timestamp".into(), Value::from(timestamp));
+        m.insert(
+            "cchistSummary".into(),
+            json!({
+                "turns": label,
+                "records": removed.len(),
+                "source": source,
+                "removedUuids": removed_uuids,
+            }),
+        );
+        for u in &removed_uuids {
+            s.tombstone(u, Some(&uuid));
+        }
+        let at = *removed.first().expect("a turn has records");
+        let old = std::mem::take(&mut s.records);
+        let mut summary = Some(Record::from_value(Value::Object(m)));
+        for (i, r) in old.into_iter().enumerate() {
+            if i == at {
+                s.records.extend(summary.take());
+            }
+            if !removed.contains(&i) {
+                s.records.push(r);
+            }
+        }
+        cx.count(
+            "summarize-range.turns_summarized",
+            (last - first + 1) as u64,
+        );
+        relink(s, cx)
+    }
+}
+
+impl SummarizeRange {
+    /// 0-based indexes of the first and last turn to replace; `None` when there is nothing.
+    fn turn_range(&self, s: &Session<'_>, n: usize, cx: &Cx) -> Result<Option<(usize, usize)>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let err = |m: String| stage_err(cx, NAME, 0, m);
+        match &self.selector {
+            Selector::KeepLast(k) => Ok((n > *k).then(|| (0, n - k - 1))),
+            Selector::Turns(a, b) => {
+                if *a > n {
+                    return Err(err(format!(
+                        "turn {a} does not exist: the session has {n} turns"
+                    )));
+                }
+                let b = b.unwrap_or(n);
+                if b > n {
+                    return Err(err(format!(
+                        "turn {b} does not exist: the session has {n} turns"
+                    )));
+                }
+                Ok(Some((a - 1, b - 1)))
+            }
+            Selector::Uuids(from, to) => {
+                let turns = s.turns();
+                let turn_of = |u: &str| -> Result<usize> {
+                    let i = *s
+                        .by_uuid
+                        .get(u)
+                        .ok_or_else(|| err(format!("no record has uuid {u}")))?;
+                    turns
+                        .iter()
+                        .position(|t| t.records.binary_search(&i).is_ok())
+                        .ok_or_else(|| err(format!("record {u} belongs to no turn")))
+                };
+                let a = from.as_deref().map(turn_of).transpose()?.unwrap_or(0);
+                let b = to.as_deref().map(turn_of).transpose()?.unwrap_or(n - 1);
+                if b < a {
+                    return Err(err(format!(
+                        "`to` (turn {}) comes before `from` (turn {})",
+                        b + 1,
+                        a + 1
+                    )));
+                }
+                Ok(Some((a, b)))
+            }
+        }
+    }
+
+    /// Run the summary command on the range; its trimmed standard output.
+    fn run_command(
+        &self,
+        s: &Session<'_>,
+        removed: &BTreeSet<usize>,
+        cmd: &str,
+        cx: &Cx,
+    ) -> Result<String> {
+        let err = |m: String| stage_err(cx, NAME, 0, format!("summary command `{cmd}`: {m}"));
+        let mut input = Vec::new();
+        for &i in removed {
+            s.records[i].write_to(&mut input);
+        }
+        let mut child = {
+            use std::os::unix::process::CommandExt;
+            Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .map_err(|e| err(format!("cannot start: {e}")))?
+        };
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let writer = std::thread::spawn(move || {
+            // A command that does not read all its input is fine.
+            let _ = stdin.write_all(&input);
+        });
+        let out_reader = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = stdout.read_to_end(&mut b);
+            b
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = stderr.read_to_end(&mut b);
+            b
+        });
+        let start = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if start.elapsed() > self.timeout => {
+                    // SAFETY: signals the process group created for this child only.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    let _ = child.wait();
+                    return Err(err(format!(
+                        "timed out after {} s (set timeout_secs / --timeout)",
+                        self.timeout.as_secs()
+                    )));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => return Err(err(format!("wait: {e}"))),
+            }
+        };
+        let _ = writer.join();
+        let out = out_reader.join().unwrap_or_default();
+        let errs = err_reader.join().unwrap_or_default();
+        if !status.success() {
+            let tail = String::from_utf8_lossy(&errs);
+            let tail = tail.trim();
+            let tail: String = tail
+                .chars()
+                .rev()
+                .take(500)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            return Err(err(format!(
+                "{status}{}",
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            )));
+        }
+        let text = String::from_utf8(out).map_err(|_| err("output is not UTF-8".into()))?;
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(err("printed no summary (empty output)".into()));
+        }
+        Ok(text.to_string())
+    }
+}
+
+/// Grow `first..=last` until no tool call has its use inside and its result outside (or the
+/// reverse).
+fn grow_over_tool_pairs(
+    s: &Session<'_>,
+    turns: &[crate::session::Turn],
+    mut first: usize,
+    mut last: usize,
+) -> (usize, usize) {
+    let mut turn_of: HashMap<usize, usize> = HashMap::new();
+    for (t, turn) in turns.iter().enumerate() {
+        for &i in &turn.records {
+            turn_of.insert(i, t);
+        }
+    }
+    loop {
+        let inside = |i: usize| turn_of.get(&i).is_some_and(|&t| t >= first && t <= last);
+        let mut grow: Option<usize> = None;
+        for (id, &u) in &s.tool_uses {
+            let results = s.tool_results.get(id).map(Vec::as_slice).unwrap_or(&[]);
+            let mut members = results.to_vec();
+            members.push(u);
+            if members.iter().any(|&i| inside(i)) {
+                for &i in &members {
+                    if !inside(i) {
+                        if let Some(&t) = turn_of.get(&i) {
+                            grow = Some(t);
+                        }
+                    }
+                }
+            }
+            if grow.is_some() {
+                break;
+            }
+        }
+        match grow {
+            Some(t) => {
+                first = first.min(t);
+                last = last.max(t);
+            }
+            None => return (first, last),
+        }
+    }
+}
+
+/// A deterministic digest of the removed records: prompts, files, commands, errors, answer.
+pub fn digest(s: &mut Session<'_>, removed: &BTreeSet<usize>, label: &str) -> String {
+    format!(
+        "Summary of turns {} (replaced by cchist; {} records removed).\n{}",
+        label.replace("..", "–"),
+        removed.len(),
+        digest_body(s, removed)
+    )
+}
+
+/// The facts of some records, as lists: prompts, files read and written, commands run,
+/// errors, open todos (from the last todo list), and the final answer. Deterministic.
+pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
+    let mut prompts = Vec::new();
+    let mut read = Vec::new();
+    let mut written = Vec::new();
+    let mut commands = Vec::new();
+    let mut errors = Vec::new();
+    let mut answer = String::new();
+    let mut todos: Vec<String> = Vec::new();
+    let mut tool_names: HashMap<String, String> = HashMap::new();
+    let push = |v: &mut Vec<String>, x: String| {
+        if !x.is_empty() && !v.contains(&x) {
+            v.push(x);
+        }
+    };
+    for &i in removed {
+        let Some(h) = s.header(i) else { continue };
+        if h.is_sidechain || !matches!(h.ty.as_str(), "user" | "assistant") {
+            continue;
+        }
+        let prompt = is_prompt(h);
+        let ty = h.ty.clone();
+        let Ok(v) = s.records[i].value() else {
+            continue;
+        };
+        if prompt {
+            push(&mut prompts, shorten(&message_text(v), 200));
+            continue;
+        }
+        let blocks = v
+            .pointer("/message/content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for b in &blocks {
+            match b.get("type").and_then(Value::as_str) {
+                Some("tool_use") => {
+                    let name = b["name"].as_str().unwrap_or("").to_string();
+                    if let Some(id) = b["id"].as_str() {
+                        tool_names.insert(id.to_string(), name.clone());
+                    }
+                    let input = &b["input"];
+                    let path = input["file_path"]
+                        .as_str()
+                        .or_else(|| input["notebook_path"].as_str())
+                        .or_else(|| input["path"].as_str())
+                        .unwrap_or("")
+                        .to_string();
+                    match name.as_str() {
+                        "Read" => push(&mut read, path),
+                        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => push(&mut written, path),
+                        "Bash" => push(
+                            &mut commands,
+                            shorten(input["command"].as_str().unwrap_or(""), 200),
+                        ),
+                        "TodoWrite" => {
+                            todos = input["todos"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter(|t| t["status"] != "completed")
+                                .filter_map(|t| t["content"].as_str())
+                                .map(|t| shorten(t, 200))
+                                .collect();
+                        }
+                        _ => {}
+                    }
+                }
+                Some("tool_result") if b["is_error"] == true => {
+                    let name = b["tool_use_id"]
+                        .as_str()
+                        .and_then(|id| tool_names.get(id))
+                        .cloned()
+                        .unwrap_or_else(|| "tool".into());
+                    let text = match &b["content"] {
+                        Value::String(t) => t.clone(),
+                        Value::Array(items) => items
+                            .iter()
+                            .filter_map(|x| x["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        _ => String::new(),
+                    };
+                    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    push(&mut errors, format!("{name}: {}", shorten(first, 200)));
+                }
+                Some("text") if ty == "assistant" => {
+                    if let Some(t) = b["text"].as_str().filter(|t| !t.trim().is_empty()) {
+                        answer = t.to_string();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = String::new();
+    let list = |out: &mut String, title: &str, items: &[String], max: usize| {
+        if items.is_empty() {
+            return;
+        }
+        out.push_str(&format!("\n{title}:\n"));
+        for it in items.iter().take(max) {
+            out.push_str(&format!("- {it}\n"));
+        }
+        if items.len() > max {
+            out.push_str(&format!("- … and {} more\n", items.len() - max));
+        }
+    };
+    list(&mut out, "Prompts", &prompts, 50);
+    list(&mut out, "Files read", &read, 50);
+    list(&mut out, "Files written", &written, 50);
+    list(&mut out, "Commands run", &commands, 50);
+    list(&mut out, "Errors", &errors, 20);
+    list(&mut out, "Open todos", &todos, 50);
+    if !answer.is_empty() {
+        let cut: String = answer.chars().take(1500).collect();
+        out.push_str("\nFinal answer:\n");
+        out.push_str(cut.trim_end());
+        if cut.len() < answer.len() {
+            out.push('…');
+        }
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Origin;
+    use crate::input::framing::lines;
+
+    fn session_text(turns: usize) -> String {
+        let mut t = String::new();
+        let mut parent = "null".to_string();
+        for n in 1..=turns {
+            t += &format!(
+                r#"{{"type":"user","uuid":"p{n}","parentUuid":{parent},"sessionId":"s","cwd":"/w","message":{{"role":"user","content":"prompt {n}"}},"timestamp":"2026-01-01T00:00:0{n}.000Z"}}"#
+            );
+            t += "\n";
+            t += &format!(
+                r#"{{"type":"assistant","uuid":"a{n}","parentUuid":"p{n}","message":{{"id":"m{n}","role":"assistant","content":[{{"type":"tool_use","id":"t{n}","name":"Bash","input":{{"command":"echo {n}"}}}}]}}}}"#
+            );
+            t += "\n";
+            t += &format!(
+                r#"{{"type":"user","uuid":"r{n}","parentUuid":"a{n}","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{n}","content":"{n}"}}]}}}}"#
+            );
+            t += "\n";
+            t += &format!(
+                r#"{{"type":"assistant","uuid":"f{n}","parentUuid":"r{n}","message":{{"id":"n{n}","role":"assistant","content":[{{"type":"text","text":"answer {n}"}}]}}}}"#
+            );
+            t += "\n";
+            parent = format!("\"f{n}\"");
+        }
+        t
+    }
+
+    fn run(o: SummarizeOptions, text: &str) -> Result<Vec<Value>> {
+        let st = SummarizeRange::new(o).unwrap();
+        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let mut cx = Cx::new(Origin::stdin());
+        st.session(&mut s, &mut cx)?;
+        let mut out = Vec::new();
+        for r in &s.records {
+            r.write_to(&mut out);
+        }
+        assert!(crate::validate::validate(&out).is_empty());
+        Ok(String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect())
+    }
+
+    #[test]
+    fn turns_range_becomes_one_summary_turn() {
+        let text = session_text(5);
+        let out = run(
+            SummarizeOptions {
+                turns: Some("2..4".into()),
+                text: Some("S".into()),
+                ..Default::default()
+            },
+            &text,
+        )
+        .unwrap();
+        assert_eq!(out.len(), 4 + 1 + 4);
+        let sum = &out[4];
+        assert_eq!(sum["message"]["content"], "S");
+        assert_eq!(sum["parentUuid"], "f1");
+        assert_eq!(sum["sessionId"], "s");
+        assert_eq!(sum["cwd"], "/w");
+        assert_eq!(sum["isSidechain"], false);
+        assert_eq!(sum["userType"], "external");
+        assert_eq!(sum["timestamp"], "2026-01-01T00:00:04.000Z");
+        assert_eq!(sum["cchistSummary"]["turns"], "2..4");
+        assert_eq!(
+            sum["cchistSummary"]["removedUuids"]
+                .as_array()
+                .unwrap()
+                .len(),
+            12
+        );
+        assert_eq!(out[5]["uuid"], "p5");
+        assert_eq!(out[5]["parentUuid"], sum["uuid"]);
+    }
+
+    #[test]
+    fn keep_last_and_digest() {
+        let text = session_text(4);
+        let out = run(
+            SummarizeOptions {
+                keep_last: Some(1),
+                ..Default::default()
+            },
+            &text,
+        )
+        .unwrap();
+        assert_eq!(out.len(), 1 + 4);
+        assert_eq!(out[0]["parentUuid"], Value::Null);
+        let d = out[0]["message"]["content"].as_str().unwrap();
+        assert!(d.starts_with("Summary of turns 1–3"), "{d}");
+        assert!(d.contains("- prompt 2\n") && d.contains("- echo 3"), "{d}");
+        assert!(d.ends_with("Final answer:\nanswer 3"), "{d}");
+        let none = run(
+            SummarizeOptions {
+                keep_last: Some(9),
+                ..Default::default()
+            },
+            &text,
+        )
+        .unwrap();
+        assert_eq!(none.len(), 16);
+    }
+
+    #[test]
+    fn uuids_snap_to_turns() {
+        let out = run(
+            SummarizeOptions {
+                from: Some("r2".into()),
+                to: Some("a3".into()),
+                text: Some("S".into()),
+                ..Default::default()
+            },
+            &session_text(4),
+        )
+        .unwrap();
+        assert_eq!(out.len(), 4 + 1 + 4);
+        assert_eq!(out[4]["cchistSummary"]["turns"], "2..3");
+    }
+
+    #[test]
+    fn command_output_failure_and_timeout() {
+        let text = session_text(3);
+        let cmd = |c: &str, t: Option<u64>| SummarizeOptions {
+            turns: Some("2".into()),
+            command: Some(c.into()),
+            timeout_secs: t,
+            ..Default::default()
+        };
+        let out = run(cmd("wc -l | tr -d ' '", None), &text).unwrap();
+        assert_eq!(out[4]["message"]["content"], "4");
+        assert_eq!(out[4]["cchistSummary"]["source"], "command");
+        let e = run(cmd("echo nope >&2; exit 3", None), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exit status: 3") && e.contains("nope"), "{e}");
+        let e = run(cmd("cat >/dev/null", None), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("empty output"), "{e}");
+        let e = run(cmd("sleep 5", Some(1)), &text).unwrap_err().to_string();
+        assert!(e.contains("timed out"), "{e}");
+    }
+
+    #[test]
+    fn options_are_checked() {
+        assert_eq!(parse_turns("3..10"), Ok((3, Some(10))));
+        assert_eq!(parse_turns("3..=10"), Ok((3, Some(10))));
+        assert_eq!(parse_turns("..4"), Ok((1, Some(4))));
+        assert_eq!(parse_turns("5.."), Ok((5, None)));
+        assert_eq!(parse_turns("7"), Ok((7, Some(7))));
+        assert!(parse_turns("4..2").is_err());
+        assert!(parse_turns("0..2").is_err());
+        assert!(parse_turns("x").is_err());
+        assert!(SummarizeRange::new(SummarizeOptions::default()).is_err());
+        assert!(SummarizeRange::new(SummarizeOptions {
+            turns: Some("1".into()),
+            keep_last: Some(1),
+            ..Default::default()
+        })
+        .is_err());
+        let e = run(
+            SummarizeOptions {
+                turns: Some("9".into()),
+                ..Default::default()
+            },
+            &session_text(2),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("turn 9 does not exist"), "{e}");
+    }
+}
