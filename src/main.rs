@@ -10,6 +10,12 @@ use clap::Parser;
 use cchist::error::ExitStatus;
 
 fn main() -> ExitCode {
+    // Past `ulimit -f`, a write must fail with EFBIG (an error cchist reports, removing its
+    // temp file) instead of SIGXFSZ killing the process and leaving the temp file behind.
+    // SAFETY: setting a signal to SIG_IGN before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let args = cli::Cli::parse();
     let status = match cmd::dispatch(args.command) {
         Ok(s) => s,

@@ -218,6 +218,11 @@ impl AtomicFile {
         self.file.as_ref().expect("temp file open until commit")
     }
 
+    /// The temp file's path.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
     /// fsync the temp file, give it `mode` (and `mtime` when given), and rename it over the
     /// target; then fsync the folder so the rename is durable.
     pub fn commit(
@@ -225,22 +230,39 @@ impl AtomicFile {
         mode: Option<u32>,
         mtime: Option<std::time::SystemTime>,
     ) -> io::Result<()> {
-        let file = self.file.take().expect("temp file open until commit");
+        self.prepare(mode, mtime)?;
+        self.persist()
+    }
+
+    /// Everything [`AtomicFile::commit`] does before the rename: give the temp file `mode` (and
+    /// `mtime` when given) and fsync it. Lets a caller make its last checks right before
+    /// [`AtomicFile::persist`], after the slow fsync.
+    pub fn prepare(
+        &mut self,
+        mode: Option<u32>,
+        mtime: Option<std::time::SystemTime>,
+    ) -> io::Result<()> {
+        let file = self.file();
         if let Some(m) = mode {
             file.set_permissions(std::fs::Permissions::from_mode(m & 0o7777))?;
         }
         if let Some(t) = mtime {
             file.set_times(std::fs::FileTimes::new().set_modified(t))?;
         }
-        file.sync_all()?;
-        drop(file);
+        file.sync_all()
+    }
+
+    /// Rename the temp file over the target, then fsync the folder so the rename is durable.
+    /// Call [`AtomicFile::prepare`] first (or use [`AtomicFile::commit`]).
+    pub fn persist(mut self) -> io::Result<()> {
+        drop(self.file.take());
         std::fs::rename(&self.temp, &self.target)?;
+        self.temp = PathBuf::new();
         if let Some(dir) = self.target.parent().filter(|d| !d.as_os_str().is_empty()) {
             if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
             }
         }
-        self.temp = PathBuf::new();
         Ok(())
     }
 }
@@ -268,4 +290,98 @@ impl Write for AtomicFile {
 /// True when `name` is a cchist temp file left by a killed run.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.contains(TEMP_MARK)
+}
+
+/// The parts of a cchist temp file name `.<target>.cchist-tmp.<pid>.<n>`: the target's file
+/// name, the id of the process that wrote it, and its counter. `None` for any other name.
+///
+/// ```
+/// use cchist::output::parse_temp_name;
+/// assert_eq!(parse_temp_name(".s.jsonl.cchist-tmp.42.7"), Some(("s.jsonl", 42, 7)));
+/// assert_eq!(parse_temp_name(".s.jsonl.cchist-tmp.42.7.bak"), None);
+/// assert_eq!(parse_temp_name("s.jsonl"), None);
+/// ```
+pub fn parse_temp_name(name: &str) -> Option<(&str, u32, u64)> {
+    let rest = name.strip_prefix('.')?;
+    let at = rest.rfind(TEMP_MARK)?;
+    let target = &rest[..at];
+    let (pid, n) = rest[at + TEMP_MARK.len()..].split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if target.is_empty() || !digits(pid) || !digits(n) {
+        return None;
+    }
+    let pid: u32 = pid.parse().ok()?;
+    if pid == 0 || pid > i32::MAX as u32 {
+        return None;
+    }
+    Some((target, pid, n.parse().ok()?))
+}
+
+/// What [`remove_leftovers`] did with one temp file.
+#[derive(Debug)]
+pub enum Leftover {
+    /// Removed.
+    Removed,
+    /// Left alone, and why (the process that writes it still runs, it is newer than the run).
+    Kept(String),
+    /// Removing it failed.
+    Failed(io::Error),
+}
+
+/// Remove temp files that killed cchist runs left behind (see [`TEMP_MARK`]).
+///
+/// Only a path whose name parses as ours ([`parse_temp_name`]) and that is a regular file (not
+/// a link) is considered; it is removed only when it was last modified before `started` (the
+/// start of the current run) and the process that wrote it is gone. Anything else is kept.
+pub fn remove_leftovers(
+    paths: &[PathBuf],
+    started: std::time::SystemTime,
+) -> Vec<(PathBuf, Leftover)> {
+    let mut done = Vec::new();
+    for p in paths {
+        let Some((_, pid, _)) = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(parse_temp_name)
+        else {
+            continue;
+        };
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            continue;
+        };
+        if !meta.file_type().is_file() {
+            continue;
+        }
+        let outcome = if meta.modified().map_or(true, |m| m >= started) {
+            Leftover::Kept("newer than this run (another cchist is writing it?)".into())
+        } else if process_running(pid) {
+            Leftover::Kept(format!("process {pid}, which writes it, is still running"))
+        } else {
+            match std::fs::remove_file(p) {
+                Ok(()) => Leftover::Removed,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => Leftover::Failed(e),
+            }
+        };
+        done.push((p.clone(), outcome));
+    }
+    done
+}
+
+/// True when a process with this id exists (ours included).
+fn process_running(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    if unsafe { libc::kill(pid, 0) } == 0 {
+        return true;
+    }
+    io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }

@@ -2,7 +2,7 @@
 //! or as a dry run; files in parallel, reports in input order.
 
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -117,6 +117,11 @@ pub fn run_one_to(pipeline: &Pipeline, inp: &Input, w: &mut dyn Write) -> Result
 /// Run `pipeline` on one input in a file-writing mode.
 pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileReport> {
     let origin = inp.origin();
+    if let Input::File { path, rel } = inp {
+        if path.extension().is_some_and(|e| e == "txt") {
+            return run_text_one(pipeline, path, rel, mode);
+        }
+    }
     let Input::File { path, rel } = inp else {
         return match mode {
             Mode::DryRun => {
@@ -152,7 +157,11 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
         Mode::OutDir(dir) => {
             let dest = dir.join(rel);
             if let Some(parent) = dest.parent() {
-                std::fs::create_dir_all(parent)
+                // Owner-only, whatever the umask: the folders hold transcripts.
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
                     .map_err(|e| Error::io(&Origin::file(parent), "create directory", e))?;
             }
             let f = input::open(path)?;
@@ -176,6 +185,61 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
     }
 }
 
+/// A plain-text companion file (`tool-results/*.txt`): only the stages' text transformation
+/// applies (redaction); written as the mode says, atomically, mode and mtime kept.
+fn run_text_one(pipeline: &Pipeline, path: &Path, rel: &Path, mode: &Mode) -> Result<FileReport> {
+    let origin = Origin::file(path);
+    let f = input::open(path)?;
+    let (new, report) = pipeline.run_text(&f.data, &origin)?;
+    let bytes: &[u8] = new.as_deref().unwrap_or(&f.data);
+    let write_atomic = |dest: &Path, mtime: Option<std::time::SystemTime>| -> Result<()> {
+        let o = Origin::file(dest);
+        let mut tmp = AtomicFile::create(dest).map_err(|e| Error::io(&o, "create", e))?;
+        tmp.write_all(bytes)
+            .map_err(|e| Error::io(&o, "write", e))?;
+        let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
+        tmp.commit(Some(f.meta.mode()), mtime)
+            .map_err(|e| Error::io(&o, "rename", e))
+    };
+    match mode {
+        Mode::DryRun => {}
+        Mode::Stdout => io::stdout()
+            .lock()
+            .write_all(bytes)
+            .map_err(|e| Error::io(&Origin::stdin(), "write", e))?,
+        Mode::OutDir(dir) => {
+            let dest = dir.join(rel);
+            if let Some(parent) = dest.parent() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(parent)
+                    .map_err(|e| Error::io(&Origin::file(parent), "create directory", e))?;
+            }
+            write_atomic(&dest, None)?;
+        }
+        Mode::InPlace { backup, touch } => {
+            if new.is_none() {
+                return Ok(report);
+            }
+            if let Some(suffix) = backup {
+                let mut name = path.as_os_str().to_owned();
+                name.push(suffix);
+                let bpath = PathBuf::from(name);
+                let o = Origin::file(&bpath);
+                let mut b = AtomicFile::create(&bpath).map_err(|e| Error::io(&o, "create", e))?;
+                b.write_all(&f.data)
+                    .map_err(|e| Error::io(&o, "write", e))?;
+                b.commit(Some(f.meta.mode()), f.meta.modified().ok())
+                    .map_err(|e| Error::io(&o, "rename", e))?;
+            }
+            let mtime = if *touch { None } else { f.meta.modified().ok() };
+            write_atomic(path, mtime)?;
+        }
+    }
+    Ok(report)
+}
+
 /// A sink that discards everything.
 pub struct NullSink;
 
@@ -188,6 +252,28 @@ impl Sink for NullSink {
     }
 }
 
+/// Replace `path` by the pipeline's output, atomically, without losing what a live session
+/// appends meanwhile.
+///
+/// Claude Code appends to a session by path (open with O_APPEND, write, close) and never takes
+/// a lock, so the protocol is:
+///
+/// 1. read the file (memory-mapped) and note its size, inode, mtime and ctime;
+/// 2. write the output to a temp file beside it, give it the original's owner, mode and mtime,
+///    fsync it, and stage the backup the same way — everything slow comes first;
+/// 3. stat the path again: if anything changed, drop the temp files and fail with
+///    [`Error::Concurrent`] (the caller retries, then gives up leaving the file as it is);
+/// 4. rename the backup, then the output, into place;
+/// 5. look at the old inode through the descriptor still open: an append that landed between
+///    3 and 4 is there, and is copied onto the end of the new file
+///    (`bytes-appended-during-replace` in the report).
+///
+/// What remains: a writer that opened the file before the rename and writes after step 5 — or
+/// one that keeps its descriptor open for good, which Claude Code does not do — writes into
+/// the old inode, which has no name any more (or only the backup's, with `--backup`). Records
+/// carried over in step 5 come after any a writer appended to the new file in the
+/// microseconds between 4 and 5, so their order in the file can differ from the order they
+/// were written in (their `parentUuid` links are unaffected).
 fn in_place(
     pipeline: &Pipeline,
     path: &Path,
@@ -202,6 +288,12 @@ fn in_place(
             path.display()
         )));
     }
+    if !lmeta.file_type().is_file() {
+        return Err(Error::Other(format!(
+            "{}: is not a regular file; cchist replaces only regular files in place",
+            path.display()
+        )));
+    }
     let f = input::open(path)?;
     let mut sink = LazySink::new(&f.data, || {
         AtomicFile::create(path).map(|a| BufWriter::with_capacity(1 << 16, a))
@@ -213,30 +305,101 @@ fn in_place(
         return Ok(report);
     };
     report.changed = true;
-    let tmp = out
+    let mut tmp = out
         .into_inner()
         .map_err(|e| Error::io(&origin, "write", e.into_error()))?;
-    // Did the file grow or change while we read it (a live session appending)?
-    let now = std::fs::metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
-    if now.len() != f.meta.len()
-        || now.mtime() != f.meta.mtime()
-        || now.mtime_nsec() != f.meta.mtime_nsec()
-    {
-        return Err(Error::Concurrent { path: origin });
-    }
     // Keep the owner (matters when root edits a user's files); failure is harmless otherwise.
     let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
-    if let Some(suffix) = backup {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        let bpath = PathBuf::from(name);
-        std::fs::copy(path, &bpath).map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
-        let _ = std::fs::File::open(&bpath)
-            .and_then(|b| b.set_times(std::fs::FileTimes::new().set_modified(f.meta.modified()?)));
+    let mtime = if touch { None } else { f.meta.modified().ok() };
+    // Everything slow (fsync, the backup) happens before the last check, so that the window
+    // between that check and the rename is two system calls.
+    tmp.prepare(Some(f.meta.mode()), mtime)
+        .map_err(|e| Error::io(&origin, "write", e))?;
+    let backup = match backup {
+        Some(suffix) => Some(stage_backup(path, suffix, &f)?),
+        None => None,
+    };
+    // Did the file grow or change while we read it (a live session appending)?
+    let now = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
+    if changed_since(&now, &f.meta) {
+        return Err(Error::Concurrent { path: origin });
     }
-    drop(f);
-    let mtime = if touch { None } else { now.modified().ok() };
-    tmp.commit(Some(now.mode()), mtime)
-        .map_err(|e| Error::io(&origin, "rename", e))?;
+    if let Some((b, bpath)) = backup {
+        b.persist()
+            .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
+    }
+    tmp.persist().map_err(|e| Error::io(&origin, "rename", e))?;
+    // A writer that appended between the check and the rename wrote to the old inode, which
+    // now has no name (or only the backup's): carry those bytes over to the new file.
+    let carried = carry_over(&f.file, f.meta.len(), path)
+        .map_err(|e| Error::io(&origin, "carry over appended records", e))?;
+    if carried > 0 {
+        report
+            .counters
+            .insert("bytes-appended-during-replace".into(), carried);
+    }
     Ok(report)
+}
+
+/// True when `now` (the path, just stat'ed) is not the file that was read as `then`.
+fn changed_since(now: &std::fs::Metadata, then: &std::fs::Metadata) -> bool {
+    now.len() != then.len()
+        || now.ino() != then.ino()
+        || now.dev() != then.dev()
+        || now.mtime() != then.mtime()
+        || now.mtime_nsec() != then.mtime_nsec()
+        || now.ctime() != then.ctime()
+        || now.ctime_nsec() != then.ctime_nsec()
+}
+
+/// Write the bytes that were read into a temp file that becomes `<path><suffix>` on persist:
+/// same mode, owner and mtime as the original. Written from the bytes read (not copied from
+/// the path), and renamed into place rather than opened by name, so a link planted at the
+/// backup's name is replaced, never followed.
+fn stage_backup(path: &Path, suffix: &str, f: &input::InputFile) -> Result<(AtomicFile, PathBuf)> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    let bpath = PathBuf::from(name);
+    let borigin = Origin::file(&bpath);
+    let mut b = AtomicFile::create(&bpath).map_err(|e| Error::io(&borigin, "backup", e))?;
+    b.write_all(&f.data)
+        .map_err(|e| Error::io(&borigin, "backup", e))?;
+    let _ = std::os::unix::fs::fchown(b.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
+    b.prepare(Some(f.meta.mode()), f.meta.modified().ok())
+        .map_err(|e| Error::io(&borigin, "backup", e))?;
+    Ok((b, bpath))
+}
+
+/// After `path` was replaced: append to it whatever a concurrent writer added to the old
+/// inode (`old`, which held `len` bytes at the last check). Waits briefly for a write in
+/// progress to end its line. Returns the number of bytes carried over.
+fn carry_over(old: &std::fs::File, len: u64, path: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut done = len;
+    let mut last_byte = b'\n';
+    let mut out: Option<std::fs::File> = None;
+    for _ in 0..200 {
+        let size = old.metadata()?.len();
+        if size <= done {
+            if last_byte == b'\n' {
+                break;
+            }
+            // A line in progress: give its writer a moment to finish it.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            continue;
+        }
+        let mut buf = vec![0; (size - done) as usize];
+        old.read_exact_at(&mut buf, done)?;
+        let o = match &mut out {
+            Some(o) => o,
+            None => out.insert(std::fs::OpenOptions::new().append(true).open(path)?),
+        };
+        o.write_all(&buf)?;
+        last_byte = *buf.last().expect("non-empty");
+        done = size;
+    }
+    if let Some(o) = out {
+        o.sync_all()?;
+    }
+    Ok(done - len)
 }

@@ -42,6 +42,9 @@ pub struct Walk {
     pub inputs: Vec<Input>,
     /// Paths passed over, with the reason (links, unreadable folders).
     pub skipped: Vec<(PathBuf, String)>,
+    /// cchist temp files met: every one in a walked folder, and those of a file argument in
+    /// its folder (see [`crate::output::remove_leftovers`]).
+    pub leftovers: Vec<PathBuf>,
 }
 
 /// Include/exclude filters.
@@ -98,7 +101,14 @@ pub fn expand(paths: &[PathBuf], filters: &Filters) -> Result<Walk> {
         let meta = std::fs::metadata(p).map_err(|e| Error::io(&Origin::file(p), "stat", e))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk_dir(p, p, filters, &mut found, &mut walk.skipped)?;
+            walk_dir(
+                p,
+                p,
+                filters,
+                &mut found,
+                &mut walk.skipped,
+                &mut walk.leftovers,
+            )?;
             found.sort();
             walk.inputs.extend(found);
         } else {
@@ -109,7 +119,44 @@ pub fn expand(paths: &[PathBuf], filters: &Filters) -> Result<Walk> {
             });
         }
     }
+    temp_files_of_args(paths, &mut walk.leftovers);
+    walk.leftovers.sort();
+    walk.leftovers.dedup();
     Ok(walk)
+}
+
+/// The temp files (`.<name>.cchist-tmp.<pid>.<n>`) of the file arguments, found in their
+/// folders (each folder read once).
+fn temp_files_of_args(paths: &[PathBuf], out: &mut Vec<PathBuf>) {
+    let mut by_dir: std::collections::BTreeMap<&Path, std::collections::HashSet<&str>> =
+        Default::default();
+    for p in paths {
+        if p.as_os_str() == "-" || p.is_dir() {
+            continue;
+        }
+        if let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            by_dir.entry(dir).or_default().insert(name);
+        }
+    }
+    for (dir, names) in by_dir {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let n = e.file_name();
+            let is_ours = n
+                .to_str()
+                .and_then(crate::output::parse_temp_name)
+                .is_some_and(|(target, _, _)| names.contains(&target));
+            if is_ours && e.file_type().is_ok_and(|t| t.is_file()) {
+                out.push(dir.join(&n));
+            }
+        }
+    }
 }
 
 fn walk_dir(
@@ -118,6 +165,7 @@ fn walk_dir(
     filters: &Filters,
     found: &mut Vec<Input>,
     skipped: &mut Vec<(PathBuf, String)>,
+    leftovers: &mut Vec<PathBuf>,
 ) -> Result<()> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| Error::io(&Origin::file(dir), "read directory", e))?;
@@ -138,9 +186,19 @@ fn walk_dir(
             continue;
         }
         if ft.is_dir() {
-            if let Err(e) = walk_dir(root, &path, filters, found, skipped) {
+            if let Err(e) = walk_dir(root, &path, filters, found, skipped, leftovers) {
                 skipped.push((path, e.to_string()));
             }
+            continue;
+        }
+        if ft.is_file()
+            && entry
+                .file_name()
+                .to_str()
+                .and_then(crate::output::parse_temp_name)
+                .is_some()
+        {
+            leftovers.push(path);
             continue;
         }
         if ft.is_file() && is_jsonl(&path) {
@@ -151,6 +209,35 @@ fn walk_dir(
         }
     }
     Ok(())
+}
+
+/// The `tool-results/*.txt` companion files under `root` (links not followed), sorted, with
+/// paths relative to `root`.
+pub fn text_companions(root: &Path) -> Vec<Input> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<Input>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            let p = e.path();
+            if ft.is_dir() {
+                walk(root, &p, out);
+            } else if ft.is_file()
+                && p.extension().is_some_and(|x| x == "txt")
+                && p.parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == "tool-results")
+            {
+                let rel = p.strip_prefix(root).unwrap_or(&p).to_path_buf();
+                out.push(Input::File { path: p, rel });
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(root, root, &mut v);
+    v.sort();
+    v
 }
 
 fn is_jsonl(p: &Path) -> bool {
@@ -198,5 +285,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(no_sub.inputs.len(), 2);
+    }
+
+    #[test]
+    fn finds_temp_files_in_walked_folders_and_beside_file_arguments() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::create_dir_all(root.join("p/q")).unwrap();
+        for f in [
+            "p/a.jsonl",
+            "p/.a.jsonl.cchist-tmp.12.0",
+            "p/q/.b.jsonl.cchist-tmp.12.1",
+            "p/.a.jsonl.cchist-tmp.12.x",
+            "p/q/.c.jsonl.cchist-tmp.9.9",
+        ] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let none = Filters::new(&[], &[]).unwrap();
+        let w = expand(&[root.join("p")], &none).unwrap();
+        let names: Vec<_> = w
+            .leftovers
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                "p/.a.jsonl.cchist-tmp.12.0",
+                "p/q/.b.jsonl.cchist-tmp.12.1",
+                "p/q/.c.jsonl.cchist-tmp.9.9"
+            ]
+        );
+        // a file argument: only its own temp files
+        let w = expand(&[root.join("p/a.jsonl")], &none).unwrap();
+        assert_eq!(w.leftovers, vec![root.join("p/.a.jsonl.cchist-tmp.12.0")]);
     }
 }

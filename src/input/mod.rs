@@ -40,6 +40,9 @@ pub struct InputFile {
     /// Metadata at open time (size, mode, mtime), used to notice concurrent growth and to
     /// restore mode and mtime after an in-place write.
     pub meta: std::fs::Metadata,
+    /// The open file. An in-place write keeps it to see what a concurrent writer appended to
+    /// the original inode while it was being replaced.
+    pub file: File,
 }
 
 /// Open `path` for reading, memory-mapping it when possible.
@@ -62,6 +65,7 @@ pub fn open(path: &Path) -> Result<InputFile> {
             return Ok(InputFile {
                 data: Data::Mapped(map),
                 meta,
+                file,
             });
         }
     }
@@ -72,6 +76,7 @@ pub fn open(path: &Path) -> Result<InputFile> {
     Ok(InputFile {
         data: Data::Owned(buf),
         meta,
+        file,
     })
 }
 
@@ -97,44 +102,45 @@ pub fn stream_chunks(
     origin: &Origin,
     mut sink: impl FnMut(&[u8], usize) -> Result<()>,
 ) -> Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    // `buf[..filled]` holds bytes not yet handed to `sink`; the rest of `buf` is initialized
+    // free space, zeroed once when the buffer grows. (Zeroing the free space before every read
+    // made a long line arriving in 64 KiB pipe reads quadratic: a 200 MB line took minutes.)
+    let mut buf: Vec<u8> = vec![0; CHUNK];
+    let mut filled = 0usize;
     let mut line_no = 1usize;
-    // Bytes at the start of `buf` already searched for a newline without success.
-    let mut scanned = 0usize;
     loop {
-        if buf.capacity() - buf.len() < CHUNK / 2 {
-            buf.reserve(CHUNK);
+        if buf.len() - filled < CHUNK / 2 {
+            let len = (buf.len() * 2).max(filled + CHUNK);
+            buf.resize(len, 0);
         }
-        let start = buf.len();
-        let cap = buf.capacity();
-        buf.resize(cap, 0);
+        let start = filled;
         let n = loop {
             match reader.read(&mut buf[start..]) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    buf.truncate(start);
-                    return Err(Error::io(origin, "read", e));
-                }
+                Err(e) => return Err(Error::io(origin, "read", e)),
             }
         };
-        buf.truncate(start + n);
+        filled += n;
         if n == 0 {
-            if !buf.is_empty() {
-                sink(&buf, line_no)?;
+            if filled > 0 {
+                sink(&buf[..filled], line_no)?;
             }
             return Ok(());
         }
-        // Emit everything up to the last newline.
-        match memchr::memrchr(b'\n', &buf[scanned.max(start)..]) {
-            Some(pos) => {
-                let end = scanned.max(start) + pos + 1;
-                sink(&buf[..end], line_no)?;
-                line_no += memchr::memchr_iter(b'\n', &buf[..end]).count();
-                buf.drain(..end);
-                scanned = 0;
+        // Emit everything up to the last newline. The bytes before `start` hold none (they
+        // are what followed the last newline of an earlier batch).
+        if let Some(pos) = memchr::memrchr(b'\n', &buf[start..filled]) {
+            let end = start + pos + 1;
+            sink(&buf[..end], line_no)?;
+            line_no += memchr::memchr_iter(b'\n', &buf[..end]).count();
+            buf.copy_within(end..filled, 0);
+            filled -= end;
+            // Give back the memory a long line needed.
+            if buf.len() > 4 * CHUNK && filled < CHUNK {
+                buf.truncate(2 * CHUNK);
+                buf.shrink_to_fit();
             }
-            None => scanned = buf.len(),
         }
     }
 }
