@@ -7,6 +7,11 @@
 
 use std::collections::BTreeMap;
 
+pub mod drop_tool_noise;
+pub mod redact;
+pub mod relink;
+pub mod summarize;
+
 use crate::error::{Origin, Result};
 use crate::record::Record;
 use crate::session::Session;
@@ -103,6 +108,13 @@ pub trait Stage: Send + Sync {
         Ok(Verdict::Keep)
     }
 
+    /// Transform a plain-text companion file (`tool-results/*.txt`, where Claude Code keeps a
+    /// tool output too big to inline). `None` keeps it as it is, which is what stages that
+    /// only understand records do.
+    fn text(&self, _text: &[u8], _cx: &mut Cx) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+
     /// Transform a whole session. The default applies [`Stage::record`] to every record.
     fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
         let mut err = None;
@@ -132,7 +144,28 @@ pub type Builder = fn(toml::Table) -> std::result::Result<Box<dyn Stage>, String
 
 /// The registry: every stage type a pipeline file may name.
 pub fn registry() -> &'static [(&'static str, &'static str, Builder)] {
-    &[]
+    &[
+        (
+            "redact",
+            "find secrets (keys, tokens, passwords, private keys) in every string and replace them",
+            redact::build,
+        ),
+        (
+            "relink",
+            "re-point every reference after drops/inserts; repair dangling parents, cycles, tool pairs",
+            relink::build,
+        ),
+        (
+            "drop-tool-noise",
+            "drop progress/bookkeeping records, cap tool output, replace images, drop tool calls",
+            drop_tool_noise::build,
+        ),
+        (
+            "summarize-range",
+            "replace a range of turns with one summary turn (text, command or digest)",
+            summarize::build,
+        ),
+    ]
 }
 
 /// Look up a stage builder by name.

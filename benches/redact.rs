@@ -1,0 +1,84 @@
+//! Redaction throughput on the shared corpus (bytes/s, single thread).
+//!
+//! Run with `cargo bench --bench redact`. The corpus is every *.jsonl under ../shared/corpus
+//! concatenated (about 20 MB), read relative to CARGO_MANIFEST_DIR. Groups:
+//!
+//! - `redact/pipeline`: a pipeline with one default `redact` stage, `run_buffer` into a sink
+//!   (framing, prefilter, parsing of candidate lines, splicing, writing);
+//! - `redact/lines`: `Redactor::redact_line` over every line (no pipeline, no writer);
+//! - `redact/unfiltered`: every rule over every decoded string (what the prefilter saves).
+//!
+//! Compare with `rg -c -i -F -f <(cchist rules --keywords) corpus.jsonl` on the same bytes.
+
+use std::path::{Path, PathBuf};
+
+use cchist::error::Origin;
+use cchist::input::framing::lines;
+use cchist::output::{Sink, SpanWriter};
+use cchist::pipeline::{OnInvalid, Pipeline};
+use cchist::stages::redact::{Redact, RedactOptions, Redactor};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn corpus_bytes() -> Vec<u8> {
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
+        &mut files,
+    );
+    files.sort();
+    let mut all = Vec::new();
+    for f in files {
+        let mut b = std::fs::read(f).unwrap();
+        if b.last() != Some(&b'\n') {
+            b.push(b'\n');
+        }
+        all.extend_from_slice(&b);
+    }
+    all
+}
+
+fn bench(c: &mut Criterion) {
+    let data = corpus_bytes();
+    let mut g = c.benchmark_group("redact");
+    g.throughput(Throughput::Bytes(data.len() as u64));
+    g.sample_size(20);
+    let stage = Redact::new(Redactor::new(&RedactOptions::default()).unwrap(), false);
+    let p = Pipeline::new(vec![Box::new(stage)], OnInvalid::Keep, "redact".into());
+    g.bench_function("pipeline", |b| {
+        b.iter(|| {
+            let mut sink = SpanWriter::new(std::io::sink());
+            p.run_buffer(&data, &Origin::stdin(), &mut sink).unwrap();
+            sink.finish().unwrap();
+        })
+    });
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    g.bench_function("lines", |b| {
+        b.iter(|| {
+            lines(&data, 1)
+                .filter(|l| r.redact_line(l.body).line.is_some())
+                .count()
+        })
+    });
+    g.sample_size(10);
+    g.bench_function("unfiltered", |b| {
+        b.iter(|| {
+            lines(&data, 1)
+                .filter(|l| r.redact_line_unfiltered(l.body).line.is_some())
+                .count()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

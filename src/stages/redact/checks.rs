@@ -1,0 +1,629 @@
+//! Checks that a regex match is a real secret: entropy, checksums, structure, and the
+//! placeholder / hash / identifier classes that look like secrets but are not.
+
+/// A test applied to a candidate after its rule's regex matched.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Check {
+    /// Shannon entropy (bits per byte) of the secret is at least this.
+    Entropy(f32),
+    /// The secret holds an ASCII digit.
+    Digit,
+    /// The secret is not made only of digits.
+    NotAllDigits,
+    /// A JWT: the header decodes to a JSON object with `alg`; a payload with `"role":"anon"`
+    /// (a public Supabase-style anon key) is not a secret.
+    Jwt,
+    /// HTTP basic credentials: base64 of printable `user:password`.
+    BasicAuth,
+    /// An age secret key with a valid bech32 checksum.
+    Bech32,
+    /// A private-key body holds at least 40 base64 characters.
+    PemBody,
+    /// The `name` group names a secret (not `…_ID`, `…_URL`, `PUBLIC…`, `max_tokens`, …) and
+    /// the value is not a reference to something else (`$VAR`, `process.env.X`, a path).
+    SecretName,
+    /// The value of a `.env`-style assignment: not a plain number or boolean.
+    EnvValue,
+    /// The value of a generic assignment: high entropy (or a password), letters and digits,
+    /// not an identifier, number, uuid or hash.
+    GenericValue,
+}
+
+impl Check {
+    /// Does `secret` (with the rule's `name` group, if any) pass?
+    pub fn passes(self, secret: &[u8], name: Option<&[u8]>) -> bool {
+        match self {
+            Check::Entropy(min) => entropy(secret) >= min,
+            Check::Digit => secret.iter().any(u8::is_ascii_digit),
+            Check::NotAllDigits => !secret.iter().all(u8::is_ascii_digit),
+            Check::Jwt => jwt(secret),
+            Check::BasicAuth => basic_auth(secret),
+            Check::Bech32 => bech32(secret),
+            Check::PemBody => {
+                secret
+                    .iter()
+                    .filter(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/'))
+                    .count()
+                    >= 40
+            }
+            Check::SecretName => name.map_or(true, secret_name) && !reference(secret),
+            Check::EnvValue => {
+                env_value(secret) && (name.is_some_and(password_name) || !readable(secret))
+            }
+            Check::GenericValue => generic_value(secret, name.is_some_and(password_name)),
+        }
+    }
+}
+
+/// Shannon entropy in bits per byte.
+pub fn entropy(s: &[u8]) -> f32 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for &b in s {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f32;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f32 / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// Values that stand for a secret without being one: `YOUR_API_KEY`, `sk-...xxxx`, `<token>`,
+/// `${VAR}`, `$VAR`, `{{ secret }}`, `********`, `changeme`, one repeated character.
+pub fn placeholder(s: &[u8]) -> bool {
+    if s.is_empty() {
+        return true;
+    }
+    if s.iter().all(|&c| c == s[0]) {
+        return true;
+    }
+    if matches!(s[0], b'$' | b'<' | b'%' | b'{') {
+        return true;
+    }
+    let lower = s.to_ascii_lowercase();
+    let has = |needle: &[u8]| memchr::memmem::find(&lower, needle).is_some();
+    if has(b"xxxx")
+        || has(b"****")
+        || has(b"...")
+        || has("…".as_bytes())
+        || has(b"<")
+        || has(b"{{")
+        || has(b"${")
+    {
+        return true;
+    }
+    for marker in [
+        &b"your_"[..],
+        b"your-",
+        b"yourapi",
+        b"yourkey",
+        b"yoursecret",
+        b"yourtoken",
+        b"yourpass",
+        b"changeme",
+        b"change_me",
+        b"change-me",
+        b"replace_me",
+        b"replace-me",
+        b"replaceme",
+        b"placeholder",
+        b"redacted",
+        b"dummy",
+        b"notreal",
+        b"not_real",
+        b"not-a-real",
+        b"fake_",
+        b"fake-",
+        b"_here",
+        b"-here",
+    ] {
+        if has(marker) {
+            return true;
+        }
+    }
+    matches!(
+        lower.as_slice(),
+        b"password"
+            | b"passwd"
+            | b"secret"
+            | b"token"
+            | b"apikey"
+            | b"api_key"
+            | b"null"
+            | b"none"
+            | b"nil"
+            | b"undefined"
+            | b"true"
+            | b"false"
+            | b"string"
+            | b"required"
+            | b"optional"
+            | b"empty"
+            | b"test"
+            | b"example"
+            | b"sample"
+            | b"value"
+    )
+}
+
+/// A reference to a secret rather than the secret: `$X`, `${X}`, `process.env.X`,
+/// `os.environ[...]`, `settings.api_key`, a file path.
+fn reference(s: &[u8]) -> bool {
+    if matches!(s.first(), Some(b'$' | b'/' | b'~' | b'@' | b'%')) || s.starts_with(b"./") {
+        return true;
+    }
+    // Dotted identifier path without digits: process.env.API_KEY, config.secret.
+    let dotted = s.contains(&b'.')
+        && s.split(|&c| c == b'.').all(|part| {
+            !part.is_empty()
+                && (part[0].is_ascii_alphabetic() || part[0] == b'_')
+                && part.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        });
+    dotted && !s.iter().any(u8::is_ascii_digit)
+}
+
+fn uuid(s: &[u8]) -> bool {
+    s.len() == 36
+        && s.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+fn json_number(s: &[u8]) -> bool {
+    let t = std::str::from_utf8(s).unwrap_or("x");
+    let t = t.strip_prefix('-').unwrap_or(t);
+    !t.is_empty()
+        && t.as_bytes()[0].is_ascii_digit()
+        && t.parse::<f64>().is_ok()
+        && t.bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+}
+
+fn env_value(s: &[u8]) -> bool {
+    !json_number(s)
+        && !matches!(
+            s.to_ascii_lowercase().as_slice(),
+            b"true" | b"false" | b"yes" | b"no" | b"on" | b"off"
+        )
+}
+
+fn generic_value(s: &[u8], password: bool) -> bool {
+    if json_number(s) || uuid(s) {
+        return false;
+    }
+    let letters = s.iter().filter(|c| c.is_ascii_alphabetic()).count();
+    let digits = s.iter().filter(|c| c.is_ascii_digit()).count();
+    // An identifier or identifier path (`hashed_password`, `this.token`), not a literal.
+    if digits == 0
+        && s.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+    {
+        return false;
+    }
+    if password {
+        return s.len() >= 6 && letters + digits >= 4;
+    }
+    letters > 0 && digits > 0 && s.len() >= 12 && entropy(s) >= 3.5 && !readable(s)
+}
+
+/// Words joined by `-`, `_` or `.` (`owner-call-prejoin`, `test-only-secret-base-64-bytes`):
+/// a name or a self-describing test value, not a random key or token.
+pub fn readable(s: &[u8]) -> bool {
+    let parts: Vec<&[u8]> = s.split(|c| matches!(c, b'-' | b'_' | b'.')).collect();
+    if parts.len() < 3 {
+        return false;
+    }
+    let word = |p: &[u8]| {
+        p.len() >= 2
+            && (p.iter().all(u8::is_ascii_lowercase) || p.iter().all(u8::is_ascii_uppercase))
+    };
+    let number = |p: &[u8]| !p.is_empty() && p.len() <= 3 && p.iter().all(u8::is_ascii_digit);
+    let words = parts.iter().filter(|p| word(p)).count();
+    parts.iter().all(|p| word(p) || number(p)) && words * 4 >= parts.len() * 3
+}
+
+/// Split a variable name into lowercase words (`_`, `-`, `.`, camelCase).
+fn words(name: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for &c in name {
+        if !c.is_ascii_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        cur.push(c.to_ascii_lowercase() as char);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+const SECRET_WORDS: &[&str] = &[
+    "secret",
+    "secrets",
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "passphrase",
+    "token",
+    "apikey",
+    "credential",
+    "credentials",
+    "creds",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "authkey",
+    "mnemonic",
+];
+const KEY_QUALIFIERS: &[&str] = &[
+    "api",
+    "access",
+    "private",
+    "secret",
+    "auth",
+    "master",
+    "signing",
+    "encryption",
+    "client",
+    "app",
+    "service",
+    "admin",
+    "license",
+    "account",
+    "session",
+    "shared",
+    "storage",
+    "bot",
+    "webhook",
+    "consumer",
+    "subscription",
+    "deploy",
+];
+const NOT_SECRET_WORDS: &[&str] = &[
+    "id",
+    "ids",
+    "name",
+    "names",
+    "url",
+    "uri",
+    "urls",
+    "endpoint",
+    "file",
+    "path",
+    "dir",
+    "length",
+    "len",
+    "size",
+    "count",
+    "type",
+    "types",
+    "header",
+    "prefix",
+    "limit",
+    "expiry",
+    "expires",
+    "expiration",
+    "ttl",
+    "version",
+    "format",
+    "field",
+    "hash",
+    "sha",
+    "digest",
+    "checksum",
+    "integrity",
+    "fingerprint",
+    "mode",
+    "enabled",
+    "max",
+    "min",
+    "usage",
+    "tokens",
+    "tokenizer",
+    "tokenize",
+    "input",
+    "output",
+    "index",
+    "position",
+    "timeout",
+    "pair",
+    "public",
+    "publishable",
+    "anon",
+    "env",
+    "var",
+    "method",
+    "scope",
+    "scopes",
+    "region",
+    "algorithm",
+    "alg",
+    "policy",
+    "manager",
+    "store",
+    "vault",
+    "provider",
+    "rotation",
+    "ref",
+    "reference",
+    "hint",
+    "label",
+    "description",
+    "schema",
+    "required",
+    "placeholder",
+    "pattern",
+    "regex",
+    "validation",
+    "budget",
+    "cost",
+    "price",
+    "rate",
+    "estimate",
+    "estimated",
+    "remaining",
+    "reset",
+    "used",
+    "total",
+    "cache",
+    "cached",
+    "stream",
+    "streaming",
+    "counter",
+    "kind",
+    "issuer",
+    "audience",
+    "exists",
+    "present",
+    "set",
+    "loaded",
+    "missing",
+    "valid",
+    "invalid",
+    "error",
+    "status",
+    "generator",
+    "generate",
+    "service",
+    "handler",
+    "helper",
+    "util",
+    "utils",
+    "mask",
+    "masked",
+    "display",
+    "preview",
+];
+
+/// Does a variable name name a secret?
+fn secret_name(name: &[u8]) -> bool {
+    let w = words(name);
+    if w.iter().any(|x| NOT_SECRET_WORDS.contains(&x.as_str())) {
+        return false;
+    }
+    w.iter().enumerate().any(|(i, x)| {
+        SECRET_WORDS.contains(&x.as_str())
+            || (x == "key" && i > 0 && KEY_QUALIFIERS.contains(&w[i - 1].as_str()))
+            || (x == "key" && w.len() == 1)
+    })
+}
+
+fn password_name(name: &[u8]) -> bool {
+    words(name).iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "password" | "passwd" | "pwd" | "pass" | "passphrase"
+        )
+    })
+}
+
+fn b64_decode(s: &[u8], url: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for &c in s {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' if !url => 62,
+            b'/' if !url => 63,
+            b'-' if url => 62,
+            b'_' if url => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | v as u32;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+fn jwt(s: &[u8]) -> bool {
+    let mut parts = s.split(|&c| c == b'.');
+    let (Some(h), Some(p)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let header: Option<serde_json::Value> =
+        b64_decode(h, true).and_then(|d| serde_json::from_slice(&d).ok());
+    let Some(alg) = header.as_ref().and_then(|v| v.get("alg")) else {
+        return false;
+    };
+    if alg == "none" {
+        return false;
+    }
+    let payload: Option<serde_json::Value> =
+        b64_decode(p, true).and_then(|d| serde_json::from_slice(&d).ok());
+    !payload.is_some_and(|v| v.get("role").is_some_and(|r| r == "anon"))
+}
+
+fn basic_auth(s: &[u8]) -> bool {
+    b64_decode(s, false).is_some_and(|d| {
+        let colon = d.iter().position(|&c| c == b':');
+        colon.is_some_and(|i| i > 0 && i + 1 < d.len())
+            && d.iter().all(|c| (0x20..0x7f).contains(c))
+    })
+}
+
+fn bech32(s: &[u8]) -> bool {
+    const CHARSET: &[u8] = b"qpzry9x8gf2tvdw0s3jn54khce6mua7l";
+    let s = s.to_ascii_lowercase();
+    let Some(sep) = s.iter().rposition(|&c| c == b'1') else {
+        return false;
+    };
+    let (hrp, data) = (&s[..sep], &s[sep + 1..]);
+    if hrp.is_empty() || data.len() < 6 {
+        return false;
+    }
+    let mut values = Vec::with_capacity(hrp.len() * 2 + 1 + data.len());
+    values.extend(hrp.iter().map(|c| c >> 5));
+    values.push(0);
+    values.extend(hrp.iter().map(|c| c & 31));
+    for c in data {
+        match CHARSET.iter().position(|x| x == c) {
+            Some(v) => values.push(v as u8),
+            None => return false,
+        }
+    }
+    const GEN: [u32; 5] = [0x3b6a57b2, 0x26508e6d, 0x1ea119fa, 0x3d4233dd, 0x2a1462b3];
+    let mut chk: u32 = 1;
+    for v in values {
+        let b = chk >> 25;
+        chk = ((chk & 0x1ffffff) << 5) ^ v as u32;
+        for (i, g) in GEN.iter().enumerate() {
+            if (b >> i) & 1 == 1 {
+                chk ^= g;
+            }
+        }
+    }
+    chk == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entropy_of_known_strings() {
+        assert_eq!(entropy(b"aaaa"), 0.0);
+        assert!((entropy(b"abcd") - 2.0).abs() < 1e-6);
+        assert!(entropy(b"AKIAIOSFODNN7EXAMPLE") > 3.5);
+    }
+
+    #[test]
+    fn placeholders() {
+        for p in [
+            "YOUR_API_KEY",
+            "sk-...xxxx",
+            "<token>",
+            "${VAR}",
+            "$VAR",
+            "{{ secrets.X }}",
+            "********",
+            "changeme",
+            "aaaaaaaa",
+            "password",
+        ] {
+            assert!(placeholder(p.as_bytes()), "{p}");
+        }
+        for s in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "hunter22",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        ] {
+            assert!(!placeholder(s.as_bytes()), "{s}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        for n in [
+            "DB_PASSWORD",
+            "apiKey",
+            "GITHUB_TOKEN",
+            "client_secret",
+            "AWS_SECRET_ACCESS_KEY",
+            "stripeSecretKey",
+            "x-api-key",
+            "secret",
+        ] {
+            assert!(secret_name(n.as_bytes()), "{n}");
+        }
+        for n in [
+            "input_tokens",
+            "TOKEN_URL",
+            "max_tokens",
+            "SECRET_NAME",
+            "primary_key",
+            "NEXT_PUBLIC_ANON_KEY",
+            "tokenizer",
+            "keyboard",
+        ] {
+            assert!(!secret_name(n.as_bytes()), "{n}");
+        }
+    }
+
+    #[test]
+    fn generic_values() {
+        assert!(generic_value(b"a8Zk2Lq9Xw4Vb7Nm3Pc6", false));
+        assert!(!generic_value(b"process_env_KEY", false));
+        assert!(!generic_value(
+            b"550e8400-e29b-41d4-a716-446655440000",
+            false
+        ));
+        assert!(!generic_value(b"123456789012345", false));
+        assert!(generic_value(b"hunter22", true));
+        assert!(!generic_value(b"hashed_password", true));
+    }
+
+    #[test]
+    fn readable_values() {
+        assert!(readable(b"owner-call-prejoin"));
+        assert!(readable(
+            b"test-only-secret-base-minimum-64-bytes-long-enough"
+        ));
+        assert!(!readable(b"a8Zk2Lq9-Xw4Vb7Nm-3Pc6"));
+        assert!(!readable(b"prod-db"));
+    }
+
+    #[test]
+    fn jwt_and_basic() {
+        let h = "eyJhbGciOiJIUzI1NiJ9";
+        let p = "eyJzdWIiOiIxMjM0NTY3ODkwIn0";
+        assert!(jwt(format!("{h}.{p}.sig").as_bytes()));
+        assert!(!jwt(format!("{p}.{p}.sig").as_bytes()));
+        let anon = "eyJyb2xlIjoiYW5vbiJ9";
+        assert!(!jwt(format!("{h}.{anon}.sig").as_bytes()));
+        assert!(basic_auth(b"dXNlcjpwYXNz"));
+        assert!(!basic_auth(b"ZnVuY3Rpb25hbGl0eQ"));
+    }
+
+    #[test]
+    fn bech32_checksum() {
+        // BIP-173 test vector.
+        assert!(bech32(b"A12UEL5L"));
+        assert!(!bech32(b"A12UEL5X"));
+    }
+}
