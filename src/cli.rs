@@ -30,6 +30,21 @@ pub enum Command {
     Apply(crate::cmd::apply::ApplyArgs),
     /// Restore the newest backup of a session that an in-place edit left.
     Undo(crate::cmd::undo::UndoArgs),
+    /// Run as a Claude Code hook (JSON on stdin), or install/uninstall cchist's hooks.
+    Hook(crate::cmd::hook::HookArgs),
+    /// Make every uuid reference resolve; repair dangling parents, cycles, unpaired tool calls.
+    Relink(crate::cmd::relink::RelinkArgs),
+    /// Drop progress/bookkeeping records, cap tool output, replace images, drop tool calls.
+    DropToolNoise(crate::cmd::drop_tool_noise::DropToolNoiseArgs),
+    /// Replace a range of turns with one summary turn.
+    SummarizeRange(crate::cmd::summarize::SummarizeArgs),
+    /// Replace secrets (keys, tokens, passwords, private keys) with [REDACTED:<rule>].
+    Redact(crate::cmd::redact::RedactArgs),
+    /// Report secrets without changing anything (exit 1 when any is found); with
+    /// --pipeline FILE and no paths, validate a pipeline file.
+    Check(crate::cmd::check::CheckArgs),
+    /// List the secret rules of `redact` and `check`.
+    Rules(crate::cmd::rules::RulesArgs),
 }
 
 /// Input and output options shared by every transforming command.
@@ -64,14 +79,30 @@ pub struct IoArgs {
     /// Print the per-file report as JSON on stdout (with --dry-run, --in-place or --out-dir).
     #[arg(long)]
     pub json: bool,
+    /// Process everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default
+    /// ~/.claude): every session and sub-agent transcript, the tool-results/*.txt files beside
+    /// them, and history.jsonl. With --in-place, live sessions are skipped unless --force.
+    #[arg(long)]
+    pub all: bool,
+    /// With --all: also process sessions that look live (written in the last minute or open
+    /// in a running claude).
+    #[arg(long, requires = "all")]
+    pub force: bool,
+    /// Process this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Write the result as a new session beside the original (fresh session id, companion
+    /// folder copied), leave the original untouched, and print `claude --resume <new id>`.
+    #[arg(long, conflicts_with_all = ["in_place", "out_dir", "dry_run", "all"])]
+    pub fork: bool,
 }
 
 /// `cchist run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The pipeline file (TOML); see filters/ for examples.
-    #[arg(short, long, value_name = "FILE")]
-    pub pipeline: PathBuf,
+    /// The pipeline file (TOML), or the name of a shipped one (identity, scrub, share, …).
+    #[arg(short, long, value_name = "FILE|NAME")]
+    pub pipeline: String,
     /// Input and output.
     #[command(flatten)]
     pub io: IoArgs,

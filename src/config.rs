@@ -48,6 +48,42 @@ pub struct PipelineFile {
     pub hook: Option<toml::Table>,
 }
 
+/// The pipelines shipped in `filters/`, built into the binary so hooks and bulk runs work
+/// wherever cchist is installed: `(name, text)`.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("identity", include_str!("../filters/identity.toml")),
+    ("scrub", include_str!("../filters/scrub.toml")),
+    ("scrub", include_str!("../filters/scrub.toml")),
+    ("compact", include_str!("../filters/compact.toml")),
+    ("share", include_str!("../filters/share.toml")),
+];
+
+/// Load a pipeline by path, or by the name of a shipped one (`scrub`, `share`, …) when no
+/// file of that name exists.
+pub fn load_spec(spec: &str) -> Result<PipelineFile> {
+    let path = Path::new(spec);
+    if path.exists() {
+        return load(path);
+    }
+    let name = spec.trim_end_matches(".toml");
+    let name = name.strip_prefix("filters/").unwrap_or(name);
+    match BUILTIN.iter().find(|(n, _)| *n == name) {
+        Some((n, text)) => parse(text, &Origin::file(Path::new(&format!("<builtin {n}>")))),
+        None => Err(Error::Config {
+            path: Origin::file(path),
+            line: None,
+            message: format!(
+                "no such pipeline file, and not a shipped pipeline name ({})",
+                BUILTIN
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
+}
+
 /// Read and build the pipeline file at `path`.
 pub fn load(path: &Path) -> Result<PipelineFile> {
     let origin = Origin::file(path);

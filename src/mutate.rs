@@ -15,6 +15,8 @@ use crate::input;
 use crate::locate::{self, SessionFile};
 use crate::output::{AtomicFile, Sink, SpanWriter};
 use crate::pipeline::{FileReport, Pipeline};
+use crate::runner::{self, Mode};
+use crate::walk::Input;
 
 /// How to write an edit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -66,6 +68,33 @@ pub fn mutate(
             )));
         }
     }
+    if !opts.fork && !opts.dry_run {
+        // The runner's in-place protocol: fsync and backup before the last growth check,
+        // then rename, then carry over anything appended in between. The mtime is kept:
+        // Claude Code's cleanup goes by it, and a fresh one would make the session look live.
+        let suffix = backup_suffix(&s.path);
+        let mode = Mode::InPlace {
+            backup: Some(suffix.clone()),
+            touch: false,
+        };
+        let rel = s.path.file_name().map(Into::into).unwrap_or_default();
+        let input = Input::File {
+            path: s.path.clone(),
+            rel,
+        };
+        let report = runner::run_one(pipeline, &input, &mode)?;
+        if !report.changed {
+            return Ok((report, Written::Unchanged));
+        }
+        let mut backup = s.path.as_os_str().to_owned();
+        backup.push(suffix);
+        return Ok((
+            report,
+            Written::InPlace {
+                backup: PathBuf::from(backup),
+            },
+        ));
+    }
     let f = input::open(&s.path)?;
     let mut out = Vec::with_capacity(f.data.len());
     let mut sink = SpanWriter::new(&mut out);
@@ -75,48 +104,26 @@ pub fn mutate(
     if opts.dry_run {
         return Ok((report, Written::DryRun));
     }
-    if opts.fork {
-        let (id, path) = fork(s, &out)?;
-        return Ok((report, Written::Forked { id, path }));
-    }
-    if out[..] == f.data[..] {
-        return Ok((report, Written::Unchanged));
-    }
-    let backup = backup_path(&s.path);
-    copy_keeping_mode(&s.path, &backup)?;
-    let mut tmp = AtomicFile::create(&s.path).map_err(|e| Error::io(&origin, "create", e))?;
-    tmp.write_all(&out)
-        .map_err(|e| Error::io(&origin, "write", e))?;
-    let now = std::fs::metadata(&s.path).map_err(|e| Error::io(&origin, "stat", e))?;
-    if now.len() != f.meta.len()
-        || now.mtime() != f.meta.mtime()
-        || now.mtime_nsec() != f.meta.mtime_nsec()
-    {
-        let _ = std::fs::remove_file(&backup);
-        return Err(Error::Concurrent { path: origin });
-    }
-    drop(f);
-    // Keep the mtime: Claude Code's cleanup goes by it, and a fresh one would make the session
-    // look live to the next edit.
-    tmp.commit(Some(now.mode()), now.modified().ok())
-        .map_err(|e| Error::io(&origin, "rename", e))?;
-    Ok((report, Written::InPlace { backup }))
+    let (id, path) = fork(s, &out)?;
+    Ok((report, Written::Forked { id, path }))
 }
 
-/// A backup name that sorts after every earlier backup of the same file.
-fn backup_path(path: &Path) -> PathBuf {
+/// A backup suffix (`.cchist-bak.<stamp>`) whose name sorts after every earlier backup of
+/// the same file.
+fn backup_suffix(path: &Path) -> String {
     let stamp = crate::clock::file_stamp(std::time::SystemTime::now());
     let newest = backups(path).pop();
     for n in 0u32.. {
+        let suffix = if n == 0 {
+            format!("{BACKUP_MARK}{stamp}")
+        } else {
+            format!("{BACKUP_MARK}{stamp}.{n:04}")
+        };
         let mut name = path.as_os_str().to_owned();
-        name.push(BACKUP_MARK);
-        name.push(&stamp);
-        if n > 0 {
-            name.push(format!(".{n:04}"));
-        }
+        name.push(&suffix);
         let p = PathBuf::from(name);
         if !p.exists() && newest.as_ref().map_or(true, |b| p > *b) {
-            return p;
+            return suffix;
         }
     }
     unreachable!("some suffix is free")

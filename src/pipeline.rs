@@ -50,6 +50,8 @@ pub struct FileReport {
     pub bytes_in: u64,
     /// Records written.
     pub records_out: u64,
+    /// Bytes written (or that would be, in a dry run).
+    pub bytes_out: u64,
     /// Per stage, in pipeline order: name and counts.
     pub stages: Vec<(String, StageStats)>,
     /// Counters stages reported.
@@ -132,6 +134,29 @@ impl Pipeline {
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok(report)
+    }
+
+    /// Run the stages' text transformation over a plain-text companion file; returns the new
+    /// text when some stage changed it.
+    pub fn run_text(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
+        let mut report = self.new_report();
+        report.bytes_in = data.len() as u64;
+        let mut cx = Cx::new(origin.clone());
+        let mut current: Option<Vec<u8>> = None;
+        for (i, stage) in self.stages.iter().enumerate() {
+            let input = current.as_deref().unwrap_or(data);
+            if let Some(new) = stage.text(input, &mut cx)? {
+                if new != input {
+                    report.stages[i].1.changed += 1;
+                    current = Some(new);
+                }
+            }
+        }
+        report.changed = current.is_some();
+        report.bytes_out = current.as_ref().map_or(data.len(), Vec::len) as u64;
+        report.findings = cx.findings;
+        report.counters = cx.counters;
+        Ok((current, report))
     }
 
     /// Run over a stream (stdin). Record-scoped pipelines keep memory bounded; a
@@ -229,6 +254,7 @@ impl Pipeline {
         report: &mut FileReport,
     ) -> Result<()> {
         report.records_out += 1;
+        report.bytes_out += rec.output_len();
         if rec.is_changed() {
             report.changed = true;
         }
@@ -242,14 +268,25 @@ impl Pipeline {
         report: &mut FileReport,
         sink: &mut dyn Sink,
     ) -> Result<()> {
+        // Lines that are not JSON objects (invalid JSON, NUL padding, arrays…) never reach a
+        // session stage: a stage that removes a range of records must not take them along.
+        // Each is written back after the record it followed (or the nearest earlier one that
+        // survives).
         let mut records = Vec::new();
+        let mut opaque: Vec<(Option<u64>, Record<'_>)> = Vec::new();
+        let mut order: Vec<u64> = Vec::new();
         for l in framing::lines(data, 1) {
             let rec = Record::from_line(l);
             report.records += 1;
             if self.check_lines() {
                 self.line_is_valid(&rec, report);
             }
-            records.push(rec);
+            if rec.is_object() {
+                order.push(rec.id());
+                records.push(rec);
+            } else {
+                opaque.push((order.last().copied(), rec));
+            }
         }
         let mut session = Session::new(records);
         for (i, stage) in self.stages.iter().enumerate() {
@@ -278,8 +315,29 @@ impl Pipeline {
                 report.changed = true;
             }
         }
+        // Re-anchor opaque lines whose record was removed to the nearest earlier survivor.
+        let alive: std::collections::HashSet<u64> =
+            session.records.iter().map(|r| r.id()).collect();
+        let pos: HashMap<u64, usize> = order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
+        let mut after: HashMap<Option<u64>, Vec<Record<'_>>> = HashMap::new();
+        for (anchor, rec) in opaque {
+            let mut a = anchor;
+            while let Some(id) = a {
+                if alive.contains(&id) {
+                    break;
+                }
+                a = pos[&id].checked_sub(1).map(|p| order[p]);
+            }
+            after.entry(a).or_default().push(rec);
+        }
+        for rec in after.remove(&None).unwrap_or_default() {
+            self.put(sink, &rec, cx, report)?;
+        }
         for rec in &session.records {
             self.put(sink, rec, cx, report)?;
+            for o in after.remove(&Some(rec.id())).unwrap_or_default() {
+                self.put(sink, &o, cx, report)?;
+            }
         }
         Ok(())
     }

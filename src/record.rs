@@ -147,6 +147,19 @@ impl<'a> Record<'a> {
         out.extend_from_slice(self.term.bytes());
     }
 
+    /// Bytes this record writes (body and terminator). Serializes a changed value to count it.
+    pub fn output_len(&self) -> u64 {
+        let body = match (&self.value, self.changed) {
+            (Some(v), true) => {
+                let mut counter = ByteCounter(0);
+                serde_json::to_writer(&mut counter, v).expect("serializing a Value cannot fail");
+                counter.0
+            }
+            _ => self.raw.len() as u64,
+        };
+        body + self.term.bytes().len() as u64
+    }
+
     /// The original borrowed input slice, when the record is unchanged and still borrows it.
     /// The writer uses this to copy runs of untouched records in one go.
     pub fn untouched_slice(&self) -> Option<&'a [u8]> {
@@ -154,6 +167,19 @@ impl<'a> Record<'a> {
             (Cow::Borrowed(b), false) => Some(b),
             _ => None,
         }
+    }
+}
+
+/// A writer that only counts.
+struct ByteCounter(u64);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -417,6 +417,59 @@ impl Default for Sandbox {
     }
 }
 
+impl Sandbox {
+    /// Runs `scenario` in this sandbox (files, then one CLI process per prompt, the mock
+    /// answering with its scripted turns); returns the session id. `None` without a CLI.
+    pub fn play(&self, scenario: &Scenario) -> Option<String> {
+        let bin = claude_bin()?;
+        let sb = self;
+        for (rel, text) in &scenario.files {
+            let p = sb.proj.join(rel);
+            fs::create_dir_all(p.parent().expect("file parent")).expect("create scenario dir");
+            fs::write(p, text).expect("write scenario file");
+        }
+        let mock = MockApi::start(Vec::new()).expect("start mock API");
+        let proj = sb.proj.to_string_lossy().into_owned();
+        let mut sid: Option<String> = None;
+        for (i, step) in scenario.prompts.iter().enumerate() {
+            let turns = step.turns.iter().map(|t| {
+                t.iter()
+                    .map(|b| match b {
+                        Block::Tool { name, input } => {
+                            let s = input.to_string().replace("$PROJ", &proj);
+                            Block::tool(name, serde_json::from_str(&s).expect("tool input"))
+                        }
+                        other => other.clone(),
+                    })
+                    .collect()
+            });
+            mock.set_script(turns.collect());
+            let mut args = vec!["-p", step.prompt.as_str(), "--allowedTools", ALLOWED_TOOLS];
+            if let Some(s) = &sid {
+                args.extend(["--resume", s.as_str()]);
+            }
+            let label = format!("generate {} prompt {}", scenario.name, i + 1);
+            let out = sb.run(&bin, &mock, &args, GENERATE_TIMEOUT, &label);
+            let errors = mock.shape_errors();
+            assert!(
+                out.status.is_some_and(|s| s.success()) && errors.is_empty(),
+                "{label} failed: exit {:?}, shape errors {errors:?}\nstderr: {}\nstdout: {}",
+                out.status,
+                tail(&out.stderr, 2000),
+                tail(&out.stdout, 1000)
+            );
+            let reply: Value = serde_json::from_str(&out.stdout).expect("CLI JSON output");
+            sid = Some(
+                reply["session_id"]
+                    .as_str()
+                    .expect("session_id in CLI output")
+                    .to_owned(),
+            );
+        }
+        Some(sid.expect("scenario has at least one prompt"))
+    }
+}
+
 /// Resumes `transcript` in a fresh sandbox; `None` when the CLI is unavailable (test skips).
 pub fn resume(transcript: &Path) -> Option<Probe> {
     claude_bin()?;
@@ -486,52 +539,9 @@ impl Scenario {
 /// its companion dir, to `out_dir/<name>.jsonl` (`out_dir/<name>/`), with the sandbox paths
 /// rewritten to `/home/dev/<name>`. `None` when the CLI is unavailable; panics if a step fails.
 pub fn generate(scenario: &Scenario, out_dir: &Path) -> Option<PathBuf> {
-    let bin = claude_bin()?;
     let sb = Sandbox::new();
-    for (rel, text) in &scenario.files {
-        let p = sb.proj.join(rel);
-        fs::create_dir_all(p.parent().expect("file parent")).expect("create scenario dir");
-        fs::write(p, text).expect("write scenario file");
-    }
-    let mock = MockApi::start(Vec::new()).expect("start mock API");
+    let sid = sb.play(scenario)?;
     let proj = sb.proj.to_string_lossy().into_owned();
-    let mut sid: Option<String> = None;
-    for (i, step) in scenario.prompts.iter().enumerate() {
-        let turns = step.turns.iter().map(|t| {
-            t.iter()
-                .map(|b| match b {
-                    Block::Tool { name, input } => {
-                        let s = input.to_string().replace("$PROJ", &proj);
-                        Block::tool(name, serde_json::from_str(&s).expect("tool input"))
-                    }
-                    other => other.clone(),
-                })
-                .collect()
-        });
-        mock.set_script(turns.collect());
-        let mut args = vec!["-p", step.prompt.as_str(), "--allowedTools", ALLOWED_TOOLS];
-        if let Some(s) = &sid {
-            args.extend(["--resume", s.as_str()]);
-        }
-        let label = format!("generate {} prompt {}", scenario.name, i + 1);
-        let out = sb.run(&bin, &mock, &args, GENERATE_TIMEOUT, &label);
-        let errors = mock.shape_errors();
-        assert!(
-            out.status.is_some_and(|s| s.success()) && errors.is_empty(),
-            "{label} failed: exit {:?}, shape errors {errors:?}\nstderr: {}\nstdout: {}",
-            out.status,
-            tail(&out.stderr, 2000),
-            tail(&out.stdout, 1000)
-        );
-        let reply: Value = serde_json::from_str(&out.stdout).expect("CLI JSON output");
-        sid = Some(
-            reply["session_id"]
-                .as_str()
-                .expect("session_id in CLI output")
-                .to_owned(),
-        );
-    }
-    let sid = sid.expect("scenario has at least one prompt");
     let fake_proj = PathBuf::from(format!("/home/dev/{}", scenario.name));
     let swaps = [
         (proj.clone(), fake_proj.to_string_lossy().into_owned()),

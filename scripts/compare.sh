@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Throughput of cchist against the usual tools, on the same bytes, single core, page cache warm.
+#
+#   scripts/compare.sh [SIZE_MB]     (default 256)
+#
+# Builds a corpus of SIZE_MB from ../shared/corpus (real + generated sessions, repeated), then
+# times each command (best of 3 runs) and prints MB/s and the ratio to the reference tool.
+# Needs: cargo, python3, rg (ripgrep) and jq from the machine's registries
+# (apt-get install ripgrep jq).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZE_MB=${1:-256}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+for tool in rg jq python3; do
+  command -v "$tool" >/dev/null || { echo "compare.sh needs $tool (apt-get install ripgrep jq python3)" >&2; exit 2; }
+done
+
+cargo build --release --quiet
+BIN=$PWD/target/release/cchist
+CORPUS=$WORK/corpus.jsonl
+python3 scripts/bigfile.py "$SIZE_MB" "$CORPUS" --all
+BYTES=$(stat -c %s "$CORPUS")
+"$BIN" rules --keywords > "$WORK/keywords.txt"
+cat "$CORPUS" > /dev/null   # warm the page cache
+
+best() { # best wall time of 3 runs, in seconds
+  local best=999999
+  for _ in 1 2 3; do
+    local s e
+    s=$(date +%s.%N)
+    taskset -c 0 bash -c "$1" > /dev/null 2>&1 || true
+    e=$(date +%s.%N)
+    best=$(awk -v s="$s" -v e="$e" -v b="$best" 'BEGIN { t = e - s; print (t < b ? t : b) }')
+  done
+  echo "$best"
+}
+
+declare -a NAMES CMDS
+add() { NAMES+=("$1"); CMDS+=("$2"); }
+add "cat"                         "cat '$CORPUS'"
+add "wc -l"                       "wc -l '$CORPUS'"
+add "rg (redact keywords)"        "rg -c -i -F -f '$WORK/keywords.txt' '$CORPUS'"
+add "jq -c ."                     "jq -c . '$CORPUS'"
+add "cchist identity"             "'$BIN' run -p filters/identity.toml '$CORPUS'"
+add "cchist identity (stdin)"     "'$BIN' run -p filters/identity.toml < '$CORPUS'"
+add "cchist redact"               "'$BIN' redact '$CORPUS'"
+add "cchist check"                "'$BIN' check '$CORPUS'"
+add "cchist scrub chain"          "'$BIN' run -p filters/share.toml '$CORPUS'"
+add "cchist validate"             "'$BIN' validate '$CORPUS'"
+
+printf '%s MB corpus, %s, %s, %s\n\n' "$((BYTES >> 20))" "$(nproc) cores (runs pinned to one)" "$(uname -m)" "$(date -u +%Y-%m-%d)"
+printf '| %-26s | %10s | %10s |\n' "command" "seconds" "MB/s"
+printf '|%s|%s|%s|\n' "----------------------------" "------------" "------------"
+for i in "${!NAMES[@]}"; do
+  t=$(best "${CMDS[$i]}")
+  mbs=$(awk -v b="$BYTES" -v t="$t" 'BEGIN { print b / 1048576 / t }')
+  printf '| %-26s | %10.3f | %10.0f |\n' "${NAMES[$i]}" "$t" "$mbs"
+done

@@ -1,0 +1,159 @@
+//! Findings reports: human text, JSON, and SARIF 2.1.0 (for GitHub code scanning).
+//!
+//! No report ever holds a secret: a [`Finding`] carries the rule, file, line, JSON path and a
+//! keyed fingerprint only.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::stages::Finding;
+
+/// Findings of one file.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileFindings {
+    /// The file, as given or walked.
+    pub file: String,
+    /// Its findings, in line order.
+    pub findings: Vec<Finding>,
+}
+
+/// One line per finding: `file:line: rule: message [path] (fingerprint)`.
+pub fn text(files: &[FileFindings]) -> String {
+    let mut out = String::new();
+    for f in files {
+        for x in &f.findings {
+            out += &format!("{}:{}: {}: {}", f.file, x.line, x.rule, x.message);
+            if let Some(p) = &x.path {
+                out += &format!(" at {p}");
+            }
+            if let Some(u) = &x.uuid {
+                out += &format!(" [{u}]");
+            }
+            if let Some(fp) = &x.fingerprint {
+                out += &format!(" (fingerprint {fp})");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The JSON report: `{"files": [{"file", "findings": [...]}], "summary": {...}}`.
+pub fn json(files: &[FileFindings]) -> Value {
+    let total: usize = files.iter().map(|f| f.findings.len()).sum();
+    let mut by_rule: BTreeMap<&str, usize> = BTreeMap::new();
+    for x in files.iter().flat_map(|f| &f.findings) {
+        *by_rule.entry(&x.rule).or_default() += 1;
+    }
+    json!({
+        "files": files,
+        "summary": {"files": files.len(), "findings": total, "by_rule": by_rule},
+    })
+}
+
+/// A SARIF 2.1.0 log. `describe(rule)` gives a rule's one-line description.
+pub fn sarif(files: &[FileFindings], describe: &dyn Fn(&str) -> String) -> Value {
+    let mut rules: Vec<&str> = files
+        .iter()
+        .flat_map(|f| f.findings.iter().map(|x| x.rule.as_str()))
+        .collect();
+    rules.sort_unstable();
+    rules.dedup();
+    let index: BTreeMap<&str, usize> = rules.iter().enumerate().map(|(i, r)| (*r, i)).collect();
+    let results: Vec<Value> = files
+        .iter()
+        .flat_map(|f| f.findings.iter().map(move |x| (f, x)))
+        .map(|(f, x)| {
+            let mut physical = json!({"artifactLocation": {"uri": uri(&f.file)}});
+            if x.line > 0 {
+                physical["region"] = json!({"startLine": x.line});
+            }
+            let mut message = x.message.clone();
+            if let Some(p) = &x.path {
+                message += &format!(" (at {p})");
+            }
+            let mut r = json!({
+                "ruleId": x.rule,
+                "ruleIndex": index[x.rule.as_str()],
+                "level": "error",
+                "message": {"text": message},
+                "locations": [{"physicalLocation": physical}],
+            });
+            if let Some(fp) = &x.fingerprint {
+                r["partialFingerprints"] = json!({"cchistFingerprint/v1": fp});
+            }
+            r
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "cchist",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://github.com/cchist/cchist",
+                "rules": rules.iter().map(|r| json!({
+                    "id": r,
+                    "shortDescription": {"text": describe(r)},
+                })).collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }],
+    })
+}
+
+/// A file path as a SARIF URI reference: relative paths stay relative (GitHub resolves them
+/// against the checkout), characters outside the URI alphabet are percent-encoded.
+fn uri(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out += &format!("%{b:02X}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(rule: &str, line: usize) -> Finding {
+        Finding {
+            rule: rule.into(),
+            line,
+            uuid: None,
+            path: Some("$.message.content".into()),
+            fingerprint: Some("ab12cd34".into()),
+            message: "found".into(),
+        }
+    }
+
+    #[test]
+    fn sarif_has_rules_results_and_regions() {
+        let files = vec![FileFindings {
+            file: "dir/my session.jsonl".into(),
+            findings: vec![finding("aws-access-key-id", 3), finding("max-bytes", 0)],
+        }];
+        let v = sarif(&files, &|r| format!("rule {r}"));
+        let run = &v["runs"][0];
+        assert_eq!(run["tool"]["driver"]["rules"].as_array().unwrap().len(), 2);
+        let r0 = &run["results"][0];
+        assert_eq!(r0["ruleId"], "aws-access-key-id");
+        assert_eq!(
+            r0["locations"][0]["physicalLocation"]["region"]["startLine"],
+            3
+        );
+        assert_eq!(
+            r0["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "dir/my%20session.jsonl"
+        );
+        assert!(run["results"][1]["locations"][0]["physicalLocation"]
+            .get("region")
+            .is_none());
+    }
+}
