@@ -111,9 +111,14 @@ pub fn run(args: RedactArgs) -> anyhow::Result<ExitStatus> {
     // `tool-results/*.txt` beside a session hold whole tool outputs: redact them too (with
     // --all, the bulk run already includes them).
     let io = &args.io;
-    if (io.in_place || io.dry_run) && !io.all {
+    if (io.in_place || io.dry_run) && !io.all && !io.fork {
+        let mut paths = io.paths.clone();
+        if let Some(id) = &io.session {
+            let projects = cchist::locate::projects_dir(&cchist::locate::config_root()?);
+            paths.push(cchist::locate::find_by_id(&projects, id)?.path);
+        }
         let filters = Filters::new(&io.include, &io.exclude)?;
-        let w = walk::expand(&io.paths, &filters)?;
+        let w = walk::expand(&paths, &filters)?;
         for inp in &w.inputs {
             let Input::File { path, .. } = inp else {
                 continue;
