@@ -56,6 +56,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("scrub", include_str!("../filters/scrub.toml")),
     ("compact", include_str!("../filters/compact.toml")),
     ("share", include_str!("../filters/share.toml")),
+    ("ci-policy", include_str!("../filters/ci-policy.toml")),
 ];
 
 /// Load a pipeline by path, or by the name of a shipped one (`scrub`, `share`, …) when no

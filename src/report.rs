@@ -105,9 +105,14 @@ pub fn sarif(files: &[FileFindings], describe: &dyn Fn(&str) -> String) -> Value
 }
 
 /// A file path as a SARIF URI reference: relative paths stay relative (GitHub resolves them
-/// against the checkout), characters outside the URI alphabet are percent-encoded.
+/// against the checkout), absolute ones become `file://` URIs; characters outside the URI
+/// alphabet are percent-encoded.
 fn uri(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
+    let path = normalize(path);
+    let mut out = String::with_capacity(path.len() + 7);
+    if path.starts_with('/') {
+        out.push_str("file://");
+    }
     for b in path.bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
             out.push(b as char);
@@ -116,6 +121,28 @@ fn uri(path: &str) -> String {
         }
     }
     out
+}
+
+/// Remove `.` and `..` segments lexically (`..` at the start of a relative path stays).
+fn normalize(path: &str) -> String {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." if parts.last().is_some_and(|p| *p != "..") => {
+                parts.pop();
+            }
+            ".." if absolute => {}
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +158,12 @@ mod tests {
             fingerprint: Some("ab12cd34".into()),
             message: "found".into(),
         }
+    }
+
+    #[test]
+    fn uris_are_normalized() {
+        assert_eq!(uri("/a/b/../c d.jsonl"), "file:///a/c%20d.jsonl");
+        assert_eq!(uri("../x/./y.jsonl"), "../x/y.jsonl");
     }
 
     #[test]

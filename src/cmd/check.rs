@@ -3,7 +3,6 @@
 //!
 //! `cchist check --pipeline FILE` with no paths validates the pipeline file alone.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -17,16 +16,38 @@ use clap::Args;
 use serde_json::json;
 
 use super::redact::{build_options, tool_results, RuleArgs};
-use crate::cli::Format;
+use cchist::policy::Policy;
+use cchist::report::{self, FileFindings};
+
+/// `check --format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckFormat {
+    /// Lines `file:line: rule: message at path (fingerprint …)`.
+    Text,
+    /// One JSON document.
+    Json,
+    /// SARIF 2.1.0.
+    Sarif,
+}
 
 /// `cchist check`.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Transcript files or folders (walked for *.jsonl). None, or `-`, reads stdin.
     pub paths: Vec<PathBuf>,
-    /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Report format (SARIF 2.1.0 for GitHub code scanning).
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+    /// A pipeline file with a `[check]` table (or a shipped name such as `ci-policy`): which
+    /// rules must find nothing, size limits, forbidden tools and record types, chain validity.
+    #[arg(long, value_name = "FILE|NAME")]
+    pub policy: Option<String>,
+    /// Known findings (a file written by --write-baseline) are not reported.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write the current findings as a baseline to FILE (and exit 0 unless an error occurs).
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
     /// A pipeline file: validated (alone, when no paths are given); its first `redact` stage's
     /// options (rules, custom rules, allowlist) are used for the scan.
     #[arg(long, value_name = "FILE")]
@@ -76,6 +97,16 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         OnInvalid::Keep,
         "check".into(),
     );
+    let policy = match &args.policy {
+        Some(spec) => {
+            let file = cchist::config::load_spec(spec)?;
+            let table = file.check.as_ref().ok_or_else(|| {
+                anyhow::anyhow!("{spec}: has no [check] table; see filters/ci-policy.toml for one")
+            })?;
+            Some(Policy::from_table(table).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?)
+        }
+        None => None,
+    };
     let walk = super::common::inputs(&args.paths, &args.include, &args.exclude)?;
     let opts = RunOptions {
         mode: Mode::DryRun,
@@ -84,48 +115,29 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
 
     let mut status = ExitStatus::Ok;
-    let mut files = Vec::new();
-    let mut by_rule: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut total, mut with) = (0usize, 0usize);
-    let mut out = std::io::stdout().lock();
-    let mut emit = |name: &str, findings: &[Finding], out: &mut dyn Write| -> std::io::Result<()> {
-        if findings.is_empty() {
-            return Ok(());
-        }
-        with += 1;
-        total += findings.len();
-        for f in findings {
-            *by_rule.entry(f.rule.clone()).or_default() += 1;
-            if args.format == Format::Text {
-                let at = f
-                    .path
-                    .as_deref()
-                    .map(|p| format!(" at {p}"))
-                    .unwrap_or_default();
-                let fp = f.fingerprint.as_deref().unwrap_or("-");
-                writeln!(
-                    out,
-                    "{name}:{}: {}: {}{at} (fingerprint {fp})",
-                    f.line, f.rule, f.message
-                )?;
-            }
-        }
-        Ok(())
-    };
+    let mut files: Vec<FileFindings> = Vec::new();
+    let mut errors: Vec<(String, String)> = Vec::new();
     let mut scanned = 0usize;
     for o in &outcomes {
         let name = o.input.origin().to_string();
         match &o.result {
             Ok(r) => {
                 scanned += 1;
-                emit(&name, &r.findings, &mut out)?;
-                files.push(json!({"file": name, "findings": r.findings}));
+                let mut findings = r.findings.clone();
+                if let (Some(p), Input::File { path, .. }) = (&policy, &o.input) {
+                    findings.retain(|f| p.denies_rule(&f.rule));
+                    match cchist::input::open(path) {
+                        Ok(f) => findings.extend(p.evaluate(&f.data)),
+                        Err(e) => errors.push((name.clone(), e.to_string())),
+                    }
+                    findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
+                }
+                files.push(FileFindings {
+                    file: name,
+                    findings,
+                });
             }
-            Err(e) => {
-                status = ExitStatus::Error;
-                eprintln!("cchist: error: {e}");
-                files.push(json!({"file": name, "error": e.to_string()}));
-            }
+            Err(e) => errors.push((name, e.to_string())),
         }
         // The whole tool outputs kept beside a session.
         if let Input::File { path, .. } = &o.input {
@@ -137,46 +149,161 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
                         let findings: Vec<Finding> = r
                             .findings
                             .iter()
+                            .filter(|(rule, _, _)| {
+                                policy.as_ref().map_or(true, |p| p.denies_rule(rule))
+                            })
                             .map(|(rule, line, fp)| Finding {
                                 rule: rule.clone(),
                                 line: *line,
                                 uuid: None,
                                 path: None,
                                 fingerprint: Some(fp.clone()),
-                                message: cchist::stages::redact::rules::find(rule)
-                                    .map_or_else(|| rule.clone(), |r| r.title.to_string()),
+                                message: describe_rule(rule),
                             })
                             .collect();
-                        emit(&name, &findings, &mut out)?;
-                        files.push(json!({"file": name, "findings": findings}));
+                        files.push(FileFindings {
+                            file: name,
+                            findings,
+                        });
                     }
-                    Err(e) => {
-                        status = ExitStatus::Error;
-                        eprintln!("cchist: error: {name}: {e}");
-                        files.push(json!({"file": name, "error": e.to_string()}));
-                    }
+                    Err(e) => errors.push((name, e.to_string())),
                 }
             }
         }
     }
-    if args.format == Format::Json {
-        let doc = json!({
-            "files": files,
-            "summary": {"files": scanned, "files_with_findings": with, "findings": total, "by_rule": by_rule},
-        });
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-    } else if total == 0 {
-        eprintln!("cchist: no secrets found in {scanned} file(s)");
-    } else {
-        let rules: Vec<String> = by_rule.iter().map(|(r, n)| format!("{r} {n}")).collect();
-        eprintln!(
-            "cchist: {total} secret(s) in {with} of {scanned} file(s): {}",
-            rules.join(", ")
-        );
+    for (name, e) in &errors {
+        status = ExitStatus::Error;
+        eprintln!("cchist: error: {name}: {e}");
+    }
+    let known = match &args.baseline {
+        Some(b) => baseline::read(b)?,
+        None => Default::default(),
+    };
+    for f in &mut files {
+        let file = f.file.clone();
+        f.findings
+            .retain(|x| !known.contains(&baseline::key(&file, x)));
+    }
+    if let Some(path) = &args.write_baseline {
+        baseline::write(path, &files)?;
+        let n: usize = files.iter().map(|f| f.findings.len()).sum();
+        eprintln!("cchist: wrote {n} known finding(s) to {}", path.display());
+        return Ok(status);
+    }
+    files.retain(|f| !f.findings.is_empty() || args.format != CheckFormat::Sarif);
+    let total: usize = files.iter().map(|f| f.findings.len()).sum();
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        CheckFormat::Text => {
+            out.write_all(report::text(&files).as_bytes())?;
+            let with = files.iter().filter(|f| !f.findings.is_empty()).count();
+            if total == 0 {
+                eprintln!("cchist: nothing found in {scanned} file(s)");
+            } else {
+                let by_rule = report::json(&files)["summary"]["by_rule"].clone();
+                let rules: Vec<String> = by_rule
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(r, n)| format!("{r} {n}"))
+                    .collect();
+                eprintln!(
+                    "cchist: {total} finding(s) in {with} of {scanned} file(s): {}",
+                    rules.join(", ")
+                );
+            }
+        }
+        CheckFormat::Json => {
+            files.retain(|f| !f.findings.is_empty() || outcomes.len() == 1);
+            let mut doc = report::json(&files);
+            doc["errors"] = json!(errors
+                .iter()
+                .map(|(f, e)| json!({"file": f, "error": e}))
+                .collect::<Vec<_>>());
+            doc["summary"]["scanned"] = json!(scanned);
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            writeln!(out)?;
+        }
+        CheckFormat::Sarif => {
+            serde_json::to_writer_pretty(&mut out, &report::sarif(&files, &describe_rule))?;
+            writeln!(out)?;
+        }
     }
     if total > 0 && status == ExitStatus::Ok {
         status = ExitStatus::Findings;
     }
     Ok(status)
+}
+
+/// A rule's one-line description: redact rules from the registry, the others from their
+/// producers' docs.
+fn describe_rule(rule: &str) -> String {
+    if let Some(r) = cchist::stages::redact::rules::find(rule) {
+        return r.title.to_string();
+    }
+    match rule {
+        "max-transcript-bytes" => "Transcript larger than the policy allows",
+        "max-tool-output-bytes" => "Tool output larger than the policy allows",
+        "forbidden-tool" => "Call of a tool the policy forbids",
+        "forbidden-record-type" => "Record of a type the policy forbids",
+        "invalid-json" | "truncated-last-line" | "missing-final-newline" | "not-an-object" => {
+            "Line that Claude Code cannot load"
+        }
+        "dangling-parent" | "dangling-reference" | "parent-cycle" | "duplicate-uuid" => {
+            "Broken conversation chain (resume loses history)"
+        }
+        "unpaired-tool-use" | "orphan-tool-result" => {
+            "Unpaired tool call (the API rejects the session)"
+        }
+        "split-message" => "Assistant message split apart",
+        other => other,
+    }
+    .to_string()
+}
+
+/// Known findings: `--baseline` reads them, `--write-baseline` writes them.
+mod baseline {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    use anyhow::Context;
+    use cchist::report::FileFindings;
+    use cchist::stages::Finding;
+
+    /// A finding's identity across runs: the keyed fingerprint of a secret (wherever it
+    /// appears), else rule + file + record (uuid or line).
+    pub fn key(file: &str, f: &Finding) -> String {
+        match &f.fingerprint {
+            Some(fp) => format!("{}:{fp}", f.rule),
+            None => format!(
+                "{}:{file}:{}",
+                f.rule,
+                f.uuid.clone().unwrap_or_else(|| f.line.to_string())
+            ),
+        }
+    }
+
+    pub fn read(path: &Path) -> anyhow::Result<BTreeSet<String>> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading baseline {}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a cchist baseline (JSON)", path.display()))?;
+        Ok(v["known"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|k| k.as_str().map(str::to_string))
+            .collect())
+    }
+
+    pub fn write(path: &Path, files: &[FileFindings]) -> anyhow::Result<()> {
+        let known: BTreeSet<String> = files
+            .iter()
+            .flat_map(|f| f.findings.iter().map(move |x| key(&f.file, x)))
+            .collect();
+        let doc = serde_json::json!({"version": 1, "known": known});
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        text.push('\n');
+        std::fs::write(path, text).with_context(|| format!("writing baseline {}", path.display()))
+    }
 }

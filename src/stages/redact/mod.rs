@@ -199,6 +199,27 @@ impl Stage for Redact {
         }
         Ok(Verdict::Keep)
     }
+
+    /// `tool-results/*.txt`: the whole text is scanned at once, so a key block spread over
+    /// several lines is still found.
+    fn text(&self, text: &[u8], cx: &mut Cx) -> Result<Option<Vec<u8>>> {
+        let (new, findings) = self.redactor.redact_text(text);
+        for f in &findings {
+            let id = self.redactor.rule_id(f.rule);
+            let upto = f.offset.min(text.len());
+            cx.findings.push(Finding {
+                rule: id.to_string(),
+                line: 1 + memchr::memchr_iter(b'\n', &text[..upto]).count(),
+                uuid: None,
+                path: None,
+                fingerprint: Some(f.fingerprint.clone()),
+                message: self.redactor.rule_title(f.rule).to_string(),
+            });
+            cx.count(&format!("redact/{id}"), 1);
+        }
+        cx.count("redactions", findings.len() as u64);
+        Ok(if self.report_only { None } else { new })
+    }
 }
 
 fn lookup<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
