@@ -195,14 +195,7 @@ fn tool_output_sizes(v: &Value) -> Vec<(usize, u64)> {
 }
 
 fn finding(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Finding {
-    Finding {
-        rule: rule.into(),
-        line,
-        uuid: uuid.map(str::to_string),
-        path: None,
-        fingerprint: None,
-        message,
-    }
+    Finding::new(rule, line, uuid, message)
 }
 
 #[cfg(test)]

@@ -189,6 +189,30 @@ impl<'a> Session<'a> {
         self.by_uuid.get(p).copied()
     }
 
+    /// Walking up from record `i`, is the first assistant record (or user prompt) met a piece
+    /// of message `mid`? Results of tools run while the message was still streaming sit
+    /// between its pieces (2.1.x) and are passed over; a prompt or other user text is not.
+    /// A dangling parent or the root counts as yes (reported on its own).
+    pub fn continues_message(&self, i: usize, mid: &str) -> bool {
+        let mut cur = self.parent(i);
+        let mut steps = 0;
+        while let Some(p) = cur {
+            steps += 1;
+            if steps > self.records.len() {
+                return false;
+            }
+            let Some(h) = self.header(p) else {
+                return false;
+            };
+            match h.ty.as_str() {
+                "assistant" => return h.message_id.as_deref() == Some(mid),
+                "user" if !is_tool_results_only(h) => return false,
+                _ => cur = self.parent(p),
+            }
+        }
+        true
+    }
+
     /// Index of the record the chain continues from: the last non-sidechain chain record in
     /// file order (Claude Code resumes from the newest message).
     pub fn leaf(&self) -> Option<usize> {
@@ -259,6 +283,11 @@ impl<'a> Session<'a> {
         }
         turns
     }
+}
+
+/// True for a record whose content is only `tool_result` blocks.
+pub fn is_tool_results_only(h: &Header) -> bool {
+    !h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind == "tool_result")
 }
 
 /// True for user/assistant records (what the API sees), as opposed to bookkeeping.

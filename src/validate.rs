@@ -74,14 +74,7 @@ pub fn validate(data: &[u8]) -> Vec<Finding> {
 }
 
 fn finding(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Finding {
-    Finding {
-        rule: rule.into(),
-        line,
-        uuid: uuid.map(str::to_string),
-        path: None,
-        fingerprint: None,
-        message,
-    }
+    Finding::new(rule, line, uuid, message)
 }
 
 fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
@@ -215,7 +208,7 @@ fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
             continue;
         };
         if !seen.insert(mid) {
-            if !reaches_same_message(s, i, mid) {
+            if !s.continues_message(i, mid) {
                 out.push(finding(
                     "split-message",
                     r.line,
@@ -230,31 +223,6 @@ fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
             first_piece.insert(mid, i);
         }
     }
-}
-
-fn reaches_same_message(s: &Session<'_>, i: usize, mid: &str) -> bool {
-    let mut cur = s.parent(i);
-    let mut steps = 0;
-    while let Some(p) = cur {
-        steps += 1;
-        if steps > s.records.len() {
-            return false;
-        }
-        let Some(h) = s.header(p) else { return false };
-        match h.ty.as_str() {
-            "assistant" => return h.message_id.as_deref() == Some(mid),
-            // Results of tools run while the message was still streaming sit between its
-            // pieces (2.1.x); a prompt or other user text does not.
-            "user" if !is_tool_results_only(h) => return false,
-            _ => cur = s.parent(p),
-        }
-    }
-    // A dangling parent is reported on its own.
-    true
-}
-
-fn is_tool_results_only(h: &crate::record::Header) -> bool {
-    !h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind == "tool_result")
 }
 
 #[cfg(test)]

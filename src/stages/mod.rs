@@ -66,6 +66,20 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// A finding about a line (0: the whole file), without JSON path or fingerprint.
+    pub fn new(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Finding {
+        Finding {
+            rule: rule.into(),
+            line,
+            uuid: uuid.map(str::to_string),
+            path: None,
+            fingerprint: None,
+            message,
+        }
+    }
+}
+
 /// Per-file context handed to stages: where the data comes from and what they found.
 #[derive(Debug)]
 pub struct Cx {

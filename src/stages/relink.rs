@@ -349,30 +349,6 @@ fn break_cycles(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
     Ok(())
 }
 
-fn is_tool_results_only(h: &crate::record::Header) -> bool {
-    !h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind == "tool_result")
-}
-
-/// Walking up from record `i`, is the first assistant record (or user prompt) met a piece of
-/// message `mid`? Mirrors `validate`'s split-message check.
-fn reaches_same_message(s: &Session<'_>, i: usize, mid: &str) -> bool {
-    let mut cur = s.parent(i);
-    let mut steps = 0;
-    while let Some(p) = cur {
-        steps += 1;
-        if steps > s.records.len() {
-            return false;
-        }
-        let Some(h) = s.header(p) else { return false };
-        match h.ty.as_str() {
-            "assistant" => return h.message_id.as_deref() == Some(mid),
-            "user" if !is_tool_results_only(h) => return false,
-            _ => cur = s.parent(p),
-        }
-    }
-    true
-}
-
 fn join_split_messages(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
     // A swap can split a piece already checked, so repeat until nothing moves (bounded).
     for _ in 0..=s.records.len() {
@@ -395,7 +371,7 @@ fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
         let Some(mid) = h.message_id.clone() else {
             continue;
         };
-        if seen.insert(mid.clone()) || reaches_same_message(s, i, &mid) {
+        if seen.insert(mid.clone()) || s.continues_message(i, &mid) {
             continue;
         }
         let branch = branch_of(s, i);
