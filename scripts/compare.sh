@@ -47,12 +47,14 @@ add "cchist identity"             "'$BIN' run -p filters/identity.toml '$CORPUS'
 add "cchist identity (stdin)"     "'$BIN' run -p filters/identity.toml < '$CORPUS'"
 add "cchist redact"               "'$BIN' redact '$CORPUS'"
 add "cchist check"                "'$BIN' check '$CORPUS'"
-add "cchist scrub chain"          "'$BIN' run -p filters/share.toml '$CORPUS'"
+add "cchist run -p scrub"         "'$BIN' run -p scrub '$CORPUS'"
+add "cchist run -p share"         "'$BIN' run -p share '$CORPUS'"
 add "cchist validate"             "'$BIN' validate '$CORPUS'"
 
 printf '%s MB corpus, %s, %s, %s\n\n' "$((BYTES >> 20))" "$(nproc) cores (runs pinned to one)" "$(uname -m)" "$(date -u +%Y-%m-%d)"
 printf '| %-26s | %10s | %10s |\n' "command" "seconds" "MB/s"
 printf '|%s|%s|%s|\n' "----------------------------" "------------" "------------"
+# scrub = redact + relink; share = redact + drop-tool-noise + relink (the issue's "scrub chain")
 for i in "${!NAMES[@]}"; do
   t=$(best "${CMDS[$i]}")
   mbs=$(awk -v b="$BYTES" -v t="$t" 'BEGIN { print b / 1048576 / t }')

@@ -296,7 +296,6 @@ impl Pipeline {
                 .map(|r| (r.id(), r.edits()))
                 .collect();
             stage.session(&mut session, cx)?;
-            session.reindex();
             let stats = &mut report.stages[i].1;
             let mut kept = 0u64;
             for r in &session.records {
@@ -313,6 +312,11 @@ impl Pipeline {
             stats.dropped += before.len() as u64 - kept;
             if stats.dropped > 0 || stats.added > 0 {
                 report.changed = true;
+            }
+            // The indexes are stale only if the stage changed something (re-indexing a large
+            // session costs as much as a stage).
+            if stats.dropped > 0 || stats.added > 0 || stats.changed > 0 {
+                session.reindex();
             }
         }
         // Re-anchor opaque lines whose record was removed to the nearest earlier survivor.
