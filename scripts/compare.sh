@@ -52,7 +52,7 @@ add "cchist run -p share"         "'$BIN' run -p share '$CORPUS'"
 add "cchist validate"             "'$BIN' validate '$CORPUS'"
 
 printf '%s MB corpus, %s, %s, %s\n\n' "$((BYTES >> 20))" "$(nproc) cores (runs pinned to one)" "$(uname -m)" "$(date -u +%Y-%m-%d)"
-printf '| %-26s | %10s | %10s |\n' "command" "seconds" "MB/s"
+printf '| %-26s | %10s | %10s |\n' "command" "seconds" "MiB/s"
 printf '|%s|%s|%s|\n' "----------------------------" "------------" "------------"
 # scrub = redact + relink; share = redact + drop-tool-noise + relink (the "scrub chain")
 for i in "${!NAMES[@]}"; do
