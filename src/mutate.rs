@@ -104,7 +104,7 @@ pub fn mutate(
     if opts.dry_run {
         return Ok((report, Written::DryRun));
     }
-    let (id, path) = fork(s, &out)?;
+    let (id, path) = fork(s, &out, pipeline)?;
     Ok((report, Written::Forked { id, path }))
 }
 
@@ -184,14 +184,14 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
 
 /// Write `bytes` as a new session beside `s`: fresh id in the file name and in every record's
 /// `sessionId`, the companion folder (`subagents/`, `tool-results/`) copied along.
-fn fork(s: &SessionFile, bytes: &[u8]) -> Result<(String, PathBuf)> {
+fn fork(s: &SessionFile, bytes: &[u8], pipeline: &Pipeline) -> Result<(String, PathBuf)> {
     let id = uuid::Uuid::new_v4().to_string();
     let old_ids = session_ids(bytes, &s.id);
     let path = s.project_dir.join(format!("{id}.jsonl"));
     write_new(&path, &rewrite_session_id(bytes, &old_ids, &id), &s.path)?;
     let comp = s.companion_dir();
     if comp.is_dir() {
-        copy_tree(&comp, &s.project_dir.join(&id), &old_ids, &id)?;
+        copy_tree(&comp, &s.project_dir.join(&id), &old_ids, &id, pipeline)?;
     }
     Ok((id, path))
 }
@@ -244,7 +244,16 @@ fn write_new(path: &Path, bytes: &[u8], like: &Path) -> Result<()> {
         .map_err(|e| Error::io(&o, "rename", e))
 }
 
-fn copy_tree(from: &Path, to: &Path, old_ids: &[String], new: &str) -> Result<()> {
+/// Copy a companion folder for a fork: sub-agent transcripts get the new session id, and
+/// text files (`tool-results/*.txt`) go through the pipeline's text transformation, so a
+/// redacting pipeline never copies a secret into the fork.
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    old_ids: &[String],
+    new: &str,
+    pipeline: &Pipeline,
+) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| Error::io(&Origin::file(to), "create directory", e))?;
     let rd =
         std::fs::read_dir(from).map_err(|e| Error::io(&Origin::file(from), "read directory", e))?;
@@ -256,11 +265,16 @@ fn copy_tree(from: &Path, to: &Path, old_ids: &[String], new: &str) -> Result<()
             continue;
         }
         if ft.is_dir() {
-            copy_tree(&p, &dest, old_ids, new)?;
+            copy_tree(&p, &dest, old_ids, new, pipeline)?;
         } else if ft.is_file() {
             let data = std::fs::read(&p).map_err(|e| Error::io(&Origin::file(&p), "read", e))?;
             let data = if p.extension().is_some_and(|x| x == "jsonl") {
                 rewrite_session_id(&data, old_ids, new)
+            } else if p.extension().is_some_and(|x| x == "txt") {
+                match pipeline.run_text(&data, &Origin::file(&p))? {
+                    (Some(changed), _) => changed,
+                    (None, _) => data,
+                }
             } else {
                 data
             };
