@@ -10,7 +10,7 @@
 //!
 //! Compare with `rg -c -i -F -f <(cchist rules --keywords) corpus.jsonl` on the same bytes.
 
-use std::path::{Path, PathBuf};
+mod corpus;
 
 use cchist::error::Origin;
 use cchist::input::framing::lines;
@@ -19,36 +19,8 @@ use cchist::pipeline::{OnInvalid, Pipeline};
 use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-fn corpus_bytes() -> Vec<u8> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-        &mut files,
-    );
-    files.sort();
-    let mut all = Vec::new();
-    for f in files {
-        let mut b = std::fs::read(f).unwrap();
-        if b.last() != Some(&b'\n') {
-            b.push(b'\n');
-        }
-        all.extend_from_slice(&b);
-    }
-    all
-}
-
 fn bench(c: &mut Criterion) {
-    let data = corpus_bytes();
+    let data = corpus::bytes();
     let mut g = c.benchmark_group("redact");
     g.throughput(Throughput::Bytes(data.len() as u64));
     g.sample_size(20);

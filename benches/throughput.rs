@@ -3,7 +3,7 @@
 //! Run with `cargo bench --bench throughput`. The corpus is every *.jsonl under
 //! ../shared/corpus concatenated, repeated to about 64 MB so that per-run overhead vanishes.
 
-use std::path::{Path, PathBuf};
+mod corpus;
 
 use cchist::error::Origin;
 use cchist::output::{Sink, SpanWriter};
@@ -11,31 +11,9 @@ use cchist::pipeline::Pipeline;
 use cchist::record::Header;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+/// The corpus repeated to about 64 MB, so that per-run overhead vanishes.
 fn corpus_bytes() -> Vec<u8> {
-    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-        &mut files,
-    );
-    files.sort();
-    let mut one = Vec::new();
-    for f in files {
-        let mut b = std::fs::read(f).unwrap();
-        if b.last() != Some(&b'\n') {
-            b.push(b'\n');
-        }
-        one.extend_from_slice(&b);
-    }
+    let one = corpus::bytes();
     let mut all = Vec::with_capacity(64 << 20);
     while all.len() < (64 << 20) {
         all.extend_from_slice(&one);

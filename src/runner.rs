@@ -156,14 +156,7 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
         }
         Mode::OutDir(dir) => {
             let dest = dir.join(rel);
-            if let Some(parent) = dest.parent() {
-                // Owner-only, whatever the umask: the folders hold transcripts.
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(parent)
-                    .map_err(|e| Error::io(&Origin::file(parent), "create directory", e))?;
-            }
+            create_private_parent(&dest)?;
             let f = input::open(path)?;
             let dest_origin = Origin::file(&dest);
             let mut out = BufWriter::with_capacity(
@@ -182,6 +175,19 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
                 .map_err(|e| Error::io(&dest_origin, "rename", e))?;
             Ok(r)
         }
+    }
+}
+
+/// Create the folders above an `--out-dir` destination, owner-only whatever the umask: they
+/// hold transcripts.
+fn create_private_parent(dest: &Path) -> Result<()> {
+    match dest.parent() {
+        Some(parent) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| Error::io(&Origin::file(parent), "create directory", e)),
+        None => Ok(()),
     }
 }
 
@@ -209,13 +215,7 @@ fn run_text_one(pipeline: &Pipeline, path: &Path, rel: &Path, mode: &Mode) -> Re
             .map_err(|e| Error::io(&Origin::stdin(), "write", e))?,
         Mode::OutDir(dir) => {
             let dest = dir.join(rel);
-            if let Some(parent) = dest.parent() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(parent)
-                    .map_err(|e| Error::io(&Origin::file(parent), "create directory", e))?;
-            }
+            create_private_parent(&dest)?;
             write_atomic(&dest, None)?;
         }
         Mode::InPlace { backup, touch } => {
