@@ -5,9 +5,14 @@
 //! the conversation. Records stay in file order in [`Session::records`]; stages edit that vector
 //! and call [`Session::reindex`] when they need the indexes again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::record::{Header, Record};
+
+/// The hash map of the session indexes: keys are uuids and tool ids written by Claude Code
+/// (not attacker-chosen in any way that matters), so a fast non-cryptographic hash is right.
+pub type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 /// Fields that reference another record's uuid, as `(JSON pointer, description)`.
 ///
@@ -69,22 +74,26 @@ pub struct Session<'a> {
     /// The records, in file order.
     pub records: Vec<Record<'a>>,
     /// uuid → index of the first record carrying it.
-    pub by_uuid: HashMap<String, usize>,
+    pub by_uuid: FastMap<String, usize>,
     /// Indexes of records whose uuid repeats an earlier one.
     pub duplicate_uuids: Vec<usize>,
     /// tool_use id → index of the record holding the `tool_use` block.
-    pub tool_uses: HashMap<String, usize>,
+    pub tool_uses: FastMap<String, usize>,
     /// tool_use id → indexes of records holding a `tool_result` for it.
-    pub tool_results: HashMap<String, Vec<usize>>,
+    pub tool_results: FastMap<String, Vec<usize>>,
     /// Tombstones: uuid of a removed record → its `parentUuid` (`None` for a root).
     ///
     /// Filled automatically by [`Session::reindex`] for every uuid that was indexed before and
     /// is gone now (so a stage may drop records any way it likes), and explicitly by
     /// [`Session::remove`] / [`Session::tombstone`]. `relink` follows these to re-point the
     /// references to a removed record at its nearest surviving ancestor.
-    pub removed: HashMap<String, Option<String>>,
-    /// uuid → `parentUuid` as of the last [`Session::reindex`]; source of automatic tombstones.
-    known_parents: HashMap<String, Option<String>>,
+    pub removed: FastMap<String, Option<String>>,
+    /// Headers of the records in `by_uuid` as of the last [`Session::reindex`]: the source of
+    /// automatic tombstones.
+    indexed_headers: Vec<Arc<Header>>,
+    /// `(id, edits)` of every record as of the last [`Session::reindex`]: when nothing was
+    /// added, removed, moved or edited since, the indexes are still right.
+    indexed: Vec<(u64, u32)>,
 }
 
 impl<'a> Session<'a> {
@@ -92,19 +101,34 @@ impl<'a> Session<'a> {
     pub fn new(records: Vec<Record<'a>>) -> Self {
         let mut s = Session {
             records,
-            by_uuid: HashMap::new(),
+            by_uuid: FastMap::default(),
             duplicate_uuids: Vec::new(),
-            tool_uses: HashMap::new(),
-            tool_results: HashMap::new(),
-            removed: HashMap::new(),
-            known_parents: HashMap::new(),
+            tool_uses: FastMap::default(),
+            tool_results: FastMap::default(),
+            removed: FastMap::default(),
+            indexed_headers: Vec::new(),
+            indexed: Vec::new(),
         };
-        s.reindex();
+        s.force_reindex();
         s
     }
 
-    /// Rebuild every index after the records changed.
+    /// Bring every index up to date after the records changed (cheap when nothing did: the
+    /// records' identities and edit counts are compared with those of the last indexing).
     pub fn reindex(&mut self) {
+        let unchanged = self.indexed.len() == self.records.len()
+            && self
+                .records
+                .iter()
+                .zip(&self.indexed)
+                .all(|(r, &(id, edits))| r.id() == id && r.edits() == edits);
+        if !unchanged {
+            self.force_reindex();
+        }
+    }
+
+    fn force_reindex(&mut self) {
+        self.indexed = self.records.iter().map(|r| (r.id(), r.edits())).collect();
         self.by_uuid.clear();
         self.duplicate_uuids.clear();
         self.tool_uses.clear();
@@ -130,17 +154,18 @@ impl<'a> Session<'a> {
 
     /// Tombstone every uuid indexed last time and gone now, then remember the current parents.
     fn update_tombstones(&mut self) {
-        let mut known = HashMap::with_capacity(self.by_uuid.len());
-        for (u, &i) in &self.by_uuid {
-            let p = self.records[i].header().and_then(|h| h.parent_uuid.clone());
-            known.insert(u.clone(), p);
-        }
-        for (u, p) in self.known_parents.drain() {
-            if !self.by_uuid.contains_key(&u) {
-                self.removed.entry(u).or_insert(p);
+        for h in std::mem::take(&mut self.indexed_headers) {
+            let Some(u) = &h.uuid else { continue };
+            if !self.by_uuid.contains_key(u) && !self.removed.contains_key(u) {
+                self.removed.insert(u.clone(), h.parent_uuid.clone());
             }
         }
-        self.known_parents = known;
+        let mut first: Vec<usize> = self.by_uuid.values().copied().collect();
+        first.sort_unstable();
+        self.indexed_headers = first
+            .into_iter()
+            .filter_map(|i| self.records[i].header_arc())
+            .collect();
     }
 
     /// Remove record `i`, leaving a tombstone for its uuid; returns it. Indexes are stale until
