@@ -115,6 +115,42 @@ impl<'a> Record<'a> {
         Ok(self.value.as_ref().expect("value parsed"))
     }
 
+    /// Replace the record with an edited value (for a stage that parsed and transformed a copy
+    /// of [`Record::raw`] itself, leaving the record untouched when nothing changed).
+    pub fn set_value(&mut self, v: Value) {
+        self.value = Some(v);
+        self.changed = true;
+        self.edits += 1;
+        self.header = OnceCell::new();
+    }
+
+    /// Replace the value of the top-level field `key` with the JSON text `json` by splicing the
+    /// bytes (everything else stays byte-identical, and nothing is parsed). False, with the
+    /// record unchanged, when the field is absent or the record is held as an edited value:
+    /// the caller then edits the value.
+    ///
+    /// ```
+    /// use cchist::record::Record;
+    /// let line = cchist::input::framing::lines(br#"{"parentUuid":"a", "x":1}"#, 1).next().unwrap();
+    /// let mut r = Record::from_line(line);
+    /// assert!(r.splice_top_field("parentUuid", "null"));
+    /// assert_eq!(r.raw(), br#"{"parentUuid":null, "x":1}"#);
+    /// ```
+    pub fn splice_top_field(&mut self, key: &str, json: &str) -> bool {
+        if self.changed && self.value.is_some() {
+            return false;
+        }
+        let Some(at) = scan::top_field_span(&self.raw, key) else {
+            return false;
+        };
+        let mut out = Vec::with_capacity(self.raw.len() + json.len());
+        out.extend_from_slice(&self.raw[..at.start]);
+        out.extend_from_slice(json.as_bytes());
+        out.extend_from_slice(&self.raw[at.end..]);
+        self.set_raw(out);
+        true
+    }
+
     /// The full JSON value for editing; marks the record changed.
     pub fn value_mut(&mut self) -> Result<&mut Value, String> {
         self.ensure_value()?;

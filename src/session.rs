@@ -94,6 +94,9 @@ pub struct Session<'a> {
     /// `(id, edits)` of every record as of the last [`Session::reindex`]: when nothing was
     /// added, removed, moved or edited since, the indexes are still right.
     indexed: Vec<(u64, u32)>,
+    /// Set by `relink` (to its `tool_pairs` option) when it leaves every reference resolving;
+    /// cleared by any change. A second relink of an unchanged session has nothing to do.
+    pub(crate) linked: Option<bool>,
 }
 
 impl<'a> Session<'a> {
@@ -108,6 +111,7 @@ impl<'a> Session<'a> {
             removed: FastMap::default(),
             indexed_headers: Vec::new(),
             indexed: Vec::new(),
+            linked: None,
         };
         s.force_reindex();
         s
@@ -128,6 +132,7 @@ impl<'a> Session<'a> {
     }
 
     fn force_reindex(&mut self) {
+        self.linked = None;
         self.indexed = self.records.iter().map(|r| (r.id(), r.edits())).collect();
         self.by_uuid.clear();
         self.duplicate_uuids.clear();
@@ -171,6 +176,7 @@ impl<'a> Session<'a> {
     /// Remove record `i`, leaving a tombstone for its uuid; returns it. Indexes are stale until
     /// the next [`Session::reindex`].
     pub fn remove(&mut self, i: usize) -> Record<'a> {
+        self.linked = None;
         let r = self.records.remove(i);
         if let Some(h) = r.header() {
             if let Some(u) = &h.uuid {
@@ -185,6 +191,7 @@ impl<'a> Session<'a> {
     /// nearest surviving ancestor, or a record that replaces it (a summary). Overrides an
     /// automatic tombstone.
     pub fn tombstone(&mut self, uuid: &str, replacement: Option<&str>) {
+        self.linked = None;
         self.removed
             .insert(uuid.to_string(), replacement.map(str::to_string));
     }

@@ -421,6 +421,76 @@ fn find_special_sse2(b: &[u8], mut i: usize) -> usize {
     find_special_scalar(b, i)
 }
 
+/// Where the value of the top-level `key` of an object line is (the last one, when a key
+/// repeats, as a parsed value keeps the last); `None` when absent or not a JSON object.
+pub fn top_field_span(line: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let mut c = Cursor::new(line);
+    let mut span = None;
+    c.object(|c, k| {
+        c.ws();
+        let from = c.i;
+        c.skip_value()?;
+        if k.is(key) {
+            span = Some(from..c.i);
+        }
+        Ok(())
+    })
+    .ok()?;
+    c.at_end().then_some(span)?
+}
+
+/// The JSON text, as written, of `field` in the first block of `message.content` whose `type`
+/// is `kind` and whose `id_key` is the string `id`; `None` when there is none (or the line is
+/// not JSON). Reads nothing into memory.
+pub fn block_field<'a>(
+    line: &'a [u8],
+    kind: &str,
+    id_key: &str,
+    id: &str,
+    field: &str,
+) -> Option<&'a [u8]> {
+    let mut c = Cursor::new(line);
+    let mut found = None;
+    c.object(|c, key| {
+        if !key.is("message") || c.peek() != Some(b'{') {
+            return c.skip_value();
+        }
+        c.object(|c, key| {
+            if !key.is("content") || c.peek() != Some(b'[') {
+                return c.skip_value();
+            }
+            c.array(|c| {
+                if found.is_some() || c.peek() != Some(b'{') {
+                    return c.skip_value();
+                }
+                let (mut is_kind, mut is_id, mut span) = (false, false, None);
+                c.object(|c, key| {
+                    let matches = |s: Option<RawStr<'_>>, want: &str| s.is_some_and(|s| s.is(want));
+                    if key.is("type") {
+                        is_kind = matches(c.opt_string()?, kind);
+                    } else if key.is(id_key) {
+                        is_id = matches(c.opt_string()?, id);
+                    } else if key.is(field) {
+                        c.ws();
+                        let from = c.i;
+                        c.skip_value()?;
+                        span = Some(from..c.i);
+                    } else {
+                        c.skip_value()?;
+                    }
+                    Ok(())
+                })?;
+                if is_kind && is_id {
+                    found = span;
+                }
+                Ok(())
+            })
+        })
+    })
+    .ok()?;
+    found.map(|r| &line[r])
+}
+
 /// True when `b` is one valid JSON value (whitespace around it allowed) in valid UTF-8.
 pub fn is_json(b: &[u8]) -> bool {
     if std::str::from_utf8(b).is_err() {

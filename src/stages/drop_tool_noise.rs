@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::record::Record;
+use crate::record::{scan, Record};
 use crate::session::Session;
 use crate::stages::relink::{object_mut, relink, stage_err};
 use crate::stages::{options, Cx, Scope, Stage, Verdict};
@@ -196,15 +196,12 @@ impl Stage for DropToolNoise {
     }
 
     fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
-        let mut drop: HashSet<usize> = HashSet::new();
-        for i in 0..s.records.len() {
-            if s.header(i).is_some_and(|h| self.drops_type(h)) {
-                drop.insert(i);
-            }
-        }
+        let mut drop: Vec<bool> = (0..s.records.len())
+            .map(|i| s.header(i).is_some_and(|h| self.drops_type(h)))
+            .collect();
         let mut calls: HashSet<String> = self.tool_calls_to_drop(s)?;
         let collapsed = if self.opts.collapse_reads {
-            self.repeated_reads(s, cx)?
+            self.repeated_reads(s)
         } else {
             HashSet::new()
         };
@@ -212,15 +209,15 @@ impl Stage for DropToolNoise {
         let n_dropped = calls.len() as u64;
         calls.extend(collapsed);
         self.drop_calls(s, &calls, &mut drop, cx)?;
-        for i in 0..s.records.len() {
-            if !drop.contains(&i) {
+        for (i, dropped) in drop.iter().enumerate() {
+            if !dropped {
                 self.edit(&mut s.records[i], cx)?;
             }
         }
         let mut i = 0;
         s.records.retain(|_| {
             i += 1;
-            !drop.contains(&(i - 1))
+            !drop[i - 1]
         });
         if n_dropped > 0 {
             cx.count("drop-tool-noise.tool_calls_dropped", n_dropped);
@@ -257,9 +254,10 @@ impl DropToolNoise {
         Ok(out)
     }
 
-    /// Ids of `Read` calls repeated later with the same input and the same result.
-    fn repeated_reads(&self, s: &mut Session<'_>, cx: &Cx) -> Result<HashSet<String>> {
-        let mut reads: Vec<(usize, String)> = s
+    /// Ids of `Read` calls repeated later with the same input and the same result (compared as
+    /// written, without parsing the records).
+    fn repeated_reads(&self, s: &Session<'_>) -> HashSet<String> {
+        let mut reads: Vec<(usize, &str)> = s
             .tool_uses
             .iter()
             .filter(|(id, &i)| {
@@ -272,23 +270,29 @@ impl DropToolNoise {
                 }) && s.tool_results.get(*id).is_some_and(|r| r.len() == 1)
                     && !result_is_error(s, id)
             })
-            .map(|(id, &i)| (i, id.clone()))
+            .map(|(id, &i)| (i, id.as_str()))
             .collect();
-        reads.sort();
-        let mut latest: HashMap<(String, String), String> = HashMap::new();
+        reads.sort_unstable();
+        let mut latest: HashMap<(&[u8], &[u8]), &str> = HashMap::new();
         let mut out = HashSet::new();
         for (i, id) in reads {
-            let input = block_field(s, i, "tool_use", "id", &id, "input", cx)?;
-            let r = s.tool_results[&id][0];
-            let result = block_field(s, r, "tool_result", "tool_use_id", &id, "content", cx)?;
+            let r = s.tool_results[id][0];
+            let input = scan::block_field(s.records[i].raw(), "tool_use", "id", id, "input");
+            let result = scan::block_field(
+                s.records[r].raw(),
+                "tool_result",
+                "tool_use_id",
+                id,
+                "content",
+            );
             let (Some(input), Some(result)) = (input, result) else {
                 continue;
             };
             if let Some(prev) = latest.insert((input, result), id) {
-                out.insert(prev);
+                out.insert(prev.to_string());
             }
         }
-        Ok(out)
+        out
     }
 
     /// Mark the records of the calls in `ids` for dropping (or strip their blocks from records
@@ -297,7 +301,7 @@ impl DropToolNoise {
         &self,
         s: &mut Session<'_>,
         ids: &HashSet<String>,
-        drop: &mut HashSet<usize>,
+        drop: &mut [bool],
         cx: &Cx,
     ) -> Result<()> {
         if ids.is_empty() {
@@ -311,8 +315,8 @@ impl DropToolNoise {
         };
         let mut strip: Vec<usize> = Vec::new();
         let mut messages: HashSet<String> = HashSet::new();
-        for i in 0..s.records.len() {
-            let Some(h) = s.header(i) else { continue };
+        for (i, rec) in s.records.iter().enumerate() {
+            let Some(h) = rec.header() else { continue };
             if h.blocks.iter().any(names_call) {
                 strip.push(i);
                 if h.ty == "assistant" {
@@ -322,14 +326,14 @@ impl DropToolNoise {
                 // progress / hook records of a dropped call.
                 let names = |x: &Option<String>| x.as_deref().is_some_and(|t| ids.contains(t));
                 if names(&h.tool_use_id) || names(&h.parent_tool_use_id) {
-                    drop.insert(i);
+                    drop[i] = true;
                 }
             }
         }
         for i in strip {
             let Some(h) = s.header(i) else { continue };
             if h.blocks.iter().all(names_call) {
-                drop.insert(i);
+                drop[i] = true;
                 continue;
             }
             let m = object_mut(&mut s.records[i], cx, NAME)?;
@@ -347,15 +351,18 @@ impl DropToolNoise {
             }
         }
         // Pieces of a message left with nothing but thinking go with it.
-        for mid in messages {
-            let pieces: Vec<usize> = (0..s.records.len())
-                .filter(|&i| {
-                    s.header(i).is_some_and(|h| {
-                        h.ty == "assistant" && h.message_id.as_deref() == Some(mid.as_str())
-                    })
-                })
-                .collect();
-            let only_thinking = pieces.iter().filter(|i| !drop.contains(i)).all(|&i| {
+        let mut pieces: HashMap<&str, Vec<usize>> = HashMap::new();
+        for i in 0..s.records.len() {
+            if let Some(h) = s.header(i) {
+                if h.ty == "assistant" {
+                    if let Some(mid) = h.message_id.as_deref().filter(|m| messages.contains(*m)) {
+                        pieces.entry(mid).or_default().push(i);
+                    }
+                }
+            }
+        }
+        for pieces in pieces.values() {
+            let only_thinking = pieces.iter().filter(|&&i| !drop[i]).all(|&i| {
                 s.header(i).is_some_and(|h| {
                     h.blocks
                         .iter()
@@ -363,7 +370,9 @@ impl DropToolNoise {
                 })
             });
             if only_thinking {
-                drop.extend(pieces);
+                for &i in pieces {
+                    drop[i] = true;
+                }
             }
         }
         Ok(())
@@ -378,25 +387,30 @@ impl DropToolNoise {
         if h.ty != "user" && h.ty != "assistant" {
             return Ok(false);
         }
-        let raw_len = rec.raw().len();
-        let stale = rec.is_changed();
-        let may_cap = cap > 0 && (stale || raw_len > cap);
+        // Only a tool result (or an image) is ever edited, and capping needs a string over the
+        // cap: the header tells both without parsing the record.
+        let has_result = h.blocks.iter().any(|b| b.kind == "tool_result");
+        let may_cap = cap > 0 && has_result && h.longest_string > cap;
         let may_img = self.opts.replace_images
-            && (stale || memchr::memmem::find(rec.raw(), b"\"base64\"").is_some());
+            && (has_result || h.blocks.iter().any(|b| b.kind == "image"))
+            && memchr::memmem::find(rec.raw(), b"\"base64\"").is_some();
         if !may_cap && !may_img {
             return Ok(false);
         }
         let line = rec.line;
-        let mut v = rec
-            .value()
-            .map_err(|e| stage_err(cx, NAME, line, e))?
-            .clone();
+        // Parse a copy, so the record stays untouched when nothing turns out to be capped.
+        let parsed = if rec.is_changed() {
+            rec.value().cloned()
+        } else {
+            crate::record::parse_value(rec.raw())
+        };
+        let mut v = parsed.map_err(|e| stage_err(cx, NAME, line, e))?;
         let mut counts = Counts::default();
         self.transform(&mut v, &mut counts);
         if counts.capped + counts.images == 0 {
             return Ok(false);
         }
-        *rec.value_mut().map_err(|e| stage_err(cx, NAME, line, e))? = v;
+        rec.set_value(v);
         if counts.capped > 0 {
             cx.count("drop-tool-noise.outputs_capped", counts.capped);
         }
@@ -460,34 +474,6 @@ fn result_is_error(s: &Session<'_>, id: &str) -> bool {
             })
         })
     })
-}
-
-/// The JSON text of `field` of the block of kind `kind` whose `id_key` is `id`, in record `i`.
-fn block_field(
-    s: &mut Session<'_>,
-    i: usize,
-    kind: &str,
-    id_key: &str,
-    id: &str,
-    field: &str,
-    cx: &Cx,
-) -> Result<Option<String>> {
-    let line = s.records[i].line;
-    let v = s.records[i]
-        .value()
-        .map_err(|e| stage_err(cx, NAME, line, e))?;
-    let found = v
-        .pointer("/message/content")
-        .and_then(Value::as_array)
-        .and_then(|blocks| {
-            blocks.iter().find(|b| {
-                b.get("type").and_then(Value::as_str) == Some(kind)
-                    && b.get(id_key).and_then(Value::as_str) == Some(id)
-            })
-        })
-        .and_then(|b| b.get(field))
-        .map(Value::to_string);
-    Ok(found)
 }
 
 fn replace_image(b: &mut Value, c: &mut Counts) {

@@ -122,6 +122,11 @@ struct Stats {
 /// Make every reference of `s` resolve (see the module docs).
 pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Result<()> {
     s.reindex();
+    // Relinked already (by a stage that drops records) and unchanged since: relink is
+    // idempotent, so there is nothing to do.
+    if s.linked == Some(true) || (s.linked == Some(false) && !opts.tool_pairs) {
+        return Ok(());
+    }
     // Parents as they were when relink started: compaction segments are walked on these.
     let orig: HashMap<String, Option<String>> = s
         .by_uuid
@@ -143,6 +148,7 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
     }
     fix_references(s, cx, &orig, &mut st)?;
     s.reindex();
+    s.linked = Some(opts.tool_pairs);
     for (name, n) in [
         ("relink.reparented", st.reparented),
         ("relink.references_rewritten", st.refs_rewritten),
@@ -220,6 +226,13 @@ pub(crate) fn object_mut<'r>(
 }
 
 fn set_parent(s: &mut Session<'_>, i: usize, parent: Option<&str>, cx: &Cx) -> Result<()> {
+    let json = match parent {
+        Some(p) => serde_json::to_string(p).expect("a string serializes"),
+        None => "null".to_string(),
+    };
+    if s.records[i].splice_top_field("parentUuid", &json) {
+        return Ok(());
+    }
     let m = object_mut(&mut s.records[i], cx, "relink")?;
     m.insert(
         "parentUuid".into(),
