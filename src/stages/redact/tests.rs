@@ -741,6 +741,14 @@ fn every_rule_has_a_true_positive_and_a_near_miss() {
 }
 
 #[test]
+fn every_built_in_regex_compiles() {
+    // Built-in regexes compile on first use; this is where a bad one would fail.
+    for rule in &all_rules().engine.rules {
+        rule.compile_now().unwrap();
+    }
+}
+
+#[test]
 fn at_least_forty_rules_with_docs_and_valid_keywords() {
     assert!(rules::RULES.len() >= 40);
     let mut ids = std::collections::HashSet::new();
