@@ -88,12 +88,10 @@ pub struct Session<'a> {
     /// [`Session::remove`] / [`Session::tombstone`]. `relink` follows these to re-point the
     /// references to a removed record at its nearest surviving ancestor.
     pub removed: FastMap<String, Option<String>>,
-    /// Headers of the records in `by_uuid` as of the last [`Session::reindex`]: the source of
-    /// automatic tombstones.
-    indexed_headers: Vec<Arc<Header>>,
-    /// `(id, edits)` of every record as of the last [`Session::reindex`]: when nothing was
-    /// added, removed, moved or edited since, the indexes are still right.
-    indexed: Vec<(u64, u32)>,
+    /// `(id, edits, header)` of every record as of the last [`Session::reindex`]: when no
+    /// record was added, removed or moved since, and no edit changed a uuid or tool id, the
+    /// indexes are still right; the headers of records dropped since are the tombstones.
+    indexed: Vec<(u64, u32, Option<Arc<Header>>)>,
     /// Set by `relink` (to its `tool_pairs` option) when it leaves every reference resolving;
     /// cleared by any change. A second relink of an unchanged session has nothing to do.
     pub(crate) linked: Option<bool>,
@@ -109,7 +107,6 @@ impl<'a> Session<'a> {
             tool_uses: FastMap::default(),
             tool_results: FastMap::default(),
             removed: FastMap::default(),
-            indexed_headers: Vec::new(),
             indexed: Vec::new(),
             linked: None,
         };
@@ -117,23 +114,36 @@ impl<'a> Session<'a> {
         s
     }
 
-    /// Bring every index up to date after the records changed (cheap when nothing did: the
-    /// records' identities and edit counts are compared with those of the last indexing).
+    /// Bring every index up to date after the records changed. Cheap when they kept their
+    /// places: only the headers of edited records are read again, and the indexes are rebuilt
+    /// only when an edit changed what they hold.
     pub fn reindex(&mut self) {
-        let unchanged = self.indexed.len() == self.records.len()
+        let same_places = self.indexed.len() == self.records.len()
             && self
                 .records
                 .iter()
                 .zip(&self.indexed)
-                .all(|(r, &(id, edits))| r.id() == id && r.edits() == edits);
-        if !unchanged {
-            self.force_reindex();
+                .all(|(r, (id, _, _))| r.id() == *id);
+        if !same_places {
+            return self.force_reindex();
+        }
+        for (r, entry) in self.records.iter().zip(self.indexed.iter_mut()) {
+            if r.edits() == entry.1 {
+                continue;
+            }
+            // Any edit may have moved the record in the chain.
+            self.linked = None;
+            let new = r.header_arc();
+            if indexed_key(new.as_deref()) != indexed_key(entry.2.as_deref()) {
+                return self.force_reindex();
+            }
+            entry.1 = r.edits();
+            entry.2 = new;
         }
     }
 
     fn force_reindex(&mut self) {
         self.linked = None;
-        self.indexed = self.records.iter().map(|r| (r.id(), r.edits())).collect();
         self.by_uuid.clear();
         self.duplicate_uuids.clear();
         self.tool_uses.clear();
@@ -154,22 +164,21 @@ impl<'a> Session<'a> {
                 self.tool_results.entry(id.to_string()).or_default().push(i);
             }
         }
-        self.update_tombstones();
-    }
-
-    /// Tombstone every uuid indexed last time and gone now, then remember the current parents.
-    fn update_tombstones(&mut self) {
-        for h in std::mem::take(&mut self.indexed_headers) {
-            let Some(u) = &h.uuid else { continue };
+        // Tombstone every uuid indexed last time and gone now (the first record that carried
+        // it names the parent), then remember the current headers.
+        for (_, _, h) in std::mem::take(&mut self.indexed) {
+            let Some(u) = h.as_ref().and_then(|h| h.uuid.as_ref()) else {
+                continue;
+            };
             if !self.by_uuid.contains_key(u) && !self.removed.contains_key(u) {
-                self.removed.insert(u.clone(), h.parent_uuid.clone());
+                let parent = h.as_ref().and_then(|h| h.parent_uuid.clone());
+                self.removed.insert(u.clone(), parent);
             }
         }
-        let mut first: Vec<usize> = self.by_uuid.values().copied().collect();
-        first.sort_unstable();
-        self.indexed_headers = first
-            .into_iter()
-            .filter_map(|i| self.records[i].header_arc())
+        self.indexed = self
+            .records
+            .iter()
+            .map(|r| (r.id(), r.edits(), r.header_arc()))
             .collect();
     }
 
@@ -315,6 +324,27 @@ impl<'a> Session<'a> {
         }
         turns
     }
+}
+
+/// What the indexes hold of one header: its uuid and the tool ids of its blocks.
+type IndexedKey<'h> = (Option<&'h str>, Vec<(&'h str, &'h str, &'h str)>);
+
+fn indexed_key(h: Option<&Header>) -> Option<IndexedKey<'_>> {
+    h.map(|h| {
+        let tools = h
+            .blocks
+            .iter()
+            .filter(|b| b.id.is_some() || b.tool_use_id.is_some())
+            .map(|b| {
+                (
+                    b.kind.as_str(),
+                    b.id.as_deref().unwrap_or_default(),
+                    b.tool_use_id.as_deref().unwrap_or_default(),
+                )
+            })
+            .collect();
+        (h.uuid.as_deref(), tools)
+    })
 }
 
 /// True for a record whose content is only `tool_result` blocks.
