@@ -1,7 +1,7 @@
 //! Runs stages in order over one input: streaming when every stage is record-scoped,
 //! buffering the session when any stage needs it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Read;
 
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,7 @@ use crate::error::{Error, Origin, Result};
 use crate::input::{self, framing};
 use crate::output::Sink;
 use crate::record::{check_json, Record};
-use crate::session::Session;
+use crate::session::{FastMap, Session};
 use crate::stages::{Cx, Finding, Scope, Stage, StageStats, Verdict};
 
 /// What to do with a line that is not valid JSON.
@@ -290,7 +290,7 @@ impl Pipeline {
         }
         let mut session = Session::new(records);
         for (i, stage) in self.stages.iter().enumerate() {
-            let before: HashMap<u64, u32> = session
+            let before: FastMap<u64, u32> = session
                 .records
                 .iter()
                 .map(|r| (r.id(), r.edits()))
@@ -320,10 +320,9 @@ impl Pipeline {
             }
         }
         // Re-anchor opaque lines whose record was removed to the nearest earlier survivor.
-        let alive: std::collections::HashSet<u64> =
-            session.records.iter().map(|r| r.id()).collect();
-        let pos: HashMap<u64, usize> = order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
-        let mut after: HashMap<Option<u64>, Vec<Record<'_>>> = HashMap::new();
+        let alive: foldhash::HashSet<u64> = session.records.iter().map(|r| r.id()).collect();
+        let pos: FastMap<u64, usize> = order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
+        let mut after: FastMap<Option<u64>, Vec<Record<'_>>> = FastMap::default();
         for (anchor, rec) in opaque {
             let mut a = anchor;
             while let Some(id) = a {
