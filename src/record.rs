@@ -115,6 +115,11 @@ impl<'a> Record<'a> {
         Ok(self.value.as_ref().expect("value parsed"))
     }
 
+    /// True when the record is held as an edited [`Value`] (its raw bytes are stale).
+    pub fn is_value_edited(&self) -> bool {
+        self.changed && self.value.is_some()
+    }
+
     /// Replace the record with an edited value (for a stage that parsed and transformed a copy
     /// of [`Record::raw`] itself, leaving the record untouched when nothing changed).
     pub fn set_value(&mut self, v: Value) {
@@ -252,22 +257,26 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
     Ok(v)
 }
 
-/// Deepest bracket nesting of a JSON text, ignoring brackets inside strings.
+/// Deepest bracket nesting of a JSON text, ignoring brackets inside strings (which are
+/// skipped with a SIMD search for the next quote or backslash).
 fn max_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
-    for &b in bytes {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
+    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
+    while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => in_str = true,
+            b'"' => {
+                i += 1;
+                loop {
+                    let Some(k) = bytes.get(i..).and_then(|r| memchr::memchr2(b'"', b'\\', r))
+                    else {
+                        return max; // unterminated: the parser reports it
+                    };
+                    i += k;
+                    if bytes[i] == b'"' {
+                        break;
+                    }
+                    i += 2; // an escape: its second byte cannot end the string
+                }
+            }
             b'[' | b'{' => {
                 depth += 1;
                 max = max.max(depth);
@@ -275,6 +284,7 @@ fn max_depth(bytes: &[u8]) -> usize {
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     max
 }
@@ -299,6 +309,21 @@ pub fn check_json(bytes: &[u8]) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::input::framing::lines;
+
+    #[test]
+    fn depth_ignores_brackets_in_strings() {
+        for (text, depth) in [
+            (&br#"{"a":[1,{"b":"[[[{{"}]}"#[..], 3),
+            (br#"{"a":"\"[[","b":[[]]}"#, 3),
+            (br#"{"a":"\\","b":[]}"#, 2),
+            (br#"{"a":"\","b":[]}"#, 1),
+            (br#""\"#, 0),
+            (br#"[[["#, 3),
+            (br#"{"a":"x\"#, 1),
+        ] {
+            assert_eq!(max_depth(text), depth, "{}", String::from_utf8_lossy(text));
+        }
+    }
 
     #[test]
     fn untouched_record_writes_original_bytes() {

@@ -87,6 +87,16 @@ impl<'a> Cursor<'a> {
         self.b.get(self.i).copied()
     }
 
+    /// Move the cursor to byte `i` of its line (the start of a value found earlier).
+    pub fn skip_to(&mut self, i: usize) {
+        self.i = i;
+    }
+
+    /// The byte offset of the cursor in its line.
+    pub fn pos(&self) -> usize {
+        self.i
+    }
+
     /// True when only whitespace is left.
     pub fn at_end(&mut self) -> bool {
         self.ws();

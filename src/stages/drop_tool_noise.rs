@@ -397,6 +397,17 @@ impl DropToolNoise {
         if !may_cap && !may_img {
             return Ok(false);
         }
+        if !may_img && !rec.is_value_edited() {
+            // Capping alone: splice the long strings, parse nothing else.
+            if let Some((bytes, capped)) = cap_by_splicing(rec.raw(), cap) {
+                if capped == 0 {
+                    return Ok(false);
+                }
+                rec.set_raw(bytes);
+                cx.count("drop-tool-noise.outputs_capped", capped);
+                return Ok(true);
+            }
+        }
         let line = rec.line;
         // Parse a copy, so the record stays untouched when nothing turns out to be capped.
         let parsed = if rec.is_changed() {
@@ -457,6 +468,165 @@ impl DropToolNoise {
                 cap_all(tur, cap, images, c);
             }
         }
+    }
+}
+
+/// Cap, in the record's own bytes, the strings [`DropToolNoise::transform`] caps: the
+/// `content` of `tool_result` blocks (a string, or the `text` of its text items) and every
+/// string of `toolUseResult`. Each long string is decoded, cut with [`cap_text`] and written
+/// back JSON-escaped as serde_json writes it; every other byte stays as it was. Returns the
+/// new bytes and how many strings were capped; `None` when the record does not scan (or nests
+/// too deeply), and the caller takes the parsing path.
+fn cap_by_splicing(raw: &[u8], cap: usize) -> Option<(Vec<u8>, u64)> {
+    use scan::Cursor;
+    // (start, end) of each string to cap, quotes included, in line order.
+    let mut long: Vec<(usize, usize)> = Vec::new();
+    let mut note = |c: &mut Cursor<'_>, long: &mut Vec<(usize, usize)>| -> scan::Scan<()> {
+        c.ws();
+        let start = c.pos();
+        let s = c.string()?;
+        if s.body.len() > cap {
+            long.push((start, c.pos()));
+        }
+        Ok(())
+    };
+    let mut c = Cursor::new(raw);
+    let mut results = false;
+    let mut tool_use_result: Option<(usize, usize)> = None;
+    c.object(|c, key| {
+        if key.is("toolUseResult") {
+            c.ws();
+            let start = c.pos();
+            c.skip_value()?;
+            tool_use_result = Some((start, c.pos()));
+            return Ok(());
+        }
+        if !key.is("message") || c.peek() != Some(b'{') {
+            return c.skip_value();
+        }
+        c.object(|c, key| {
+            if !key.is("content") || c.peek() != Some(b'[') {
+                return c.skip_value();
+            }
+            c.array(|c| {
+                if c.peek() != Some(b'{') {
+                    return c.skip_value();
+                }
+                // `type` may follow `content`: note the span, decide at the end of the block.
+                let (mut is_result, mut content) = (false, None);
+                c.object(|c, key| {
+                    if key.is("type") {
+                        is_result = c.opt_string()?.is_some_and(|t| t.is("tool_result"));
+                    } else if key.is("content") {
+                        c.ws();
+                        let start = c.pos();
+                        c.skip_value()?;
+                        content = Some((start, c.pos()));
+                    } else {
+                        c.skip_value()?;
+                    }
+                    Ok(())
+                })?;
+                if let (true, Some((from, to))) = (is_result, content) {
+                    results = true;
+                    result_content(raw, from, to, &mut long, &mut note)?;
+                }
+                Ok(())
+            })
+        })
+    })
+    .ok()?;
+    if !c.at_end() {
+        return None;
+    }
+    if let (true, Some((from, to))) = (results, tool_use_result) {
+        let mut c = Cursor::new(&raw[..to]);
+        c.skip_to(from);
+        strings_over(&mut c, cap, 0, &mut long).ok()?;
+    }
+    long.sort_unstable();
+    let mut out = Vec::with_capacity(raw.len());
+    let mut done = 0;
+    let mut capped = 0;
+    for (start, end) in long {
+        let text: String = serde_json::from_slice(&raw[start..end]).ok()?;
+        let Some(new) = cap_text(&text, cap) else {
+            continue;
+        };
+        out.extend_from_slice(&raw[done..start]);
+        serde_json::to_writer(&mut out, &new).ok()?;
+        done = end;
+        capped += 1;
+    }
+    out.extend_from_slice(&raw[done..]);
+    Some((out, capped))
+}
+
+type Note<'n> = dyn FnMut(&mut scan::Cursor<'_>, &mut Vec<(usize, usize)>) -> scan::Scan<()> + 'n;
+
+/// The long strings of a `tool_result`'s `content` at `raw[from..to]`.
+fn result_content(
+    raw: &[u8],
+    from: usize,
+    to: usize,
+    long: &mut Vec<(usize, usize)>,
+    note: &mut Note<'_>,
+) -> scan::Scan<()> {
+    let mut c = scan::Cursor::new(&raw[..to]);
+    c.skip_to(from);
+    match c.peek() {
+        Some(b'"') => note(&mut c, long),
+        Some(b'[') => c.array(|c| {
+            if c.peek() != Some(b'{') {
+                return c.skip_value();
+            }
+            let (mut is_text, mut text) = (false, None);
+            c.object(|c, key| {
+                if key.is("type") {
+                    is_text = c.opt_string()?.is_some_and(|t| t.is("text"));
+                } else if key.is("text") && c.peek() == Some(b'"') {
+                    let mut one = Vec::new();
+                    note(c, &mut one)?;
+                    text = one.pop();
+                } else {
+                    c.skip_value()?;
+                }
+                Ok(())
+            })?;
+            if let (true, Some(span)) = (is_text, text) {
+                long.push(span);
+            }
+            Ok(())
+        }),
+        _ => c.skip_value(),
+    }
+}
+
+/// Deepest `toolUseResult` nesting walked here; deeper values take the parsing path.
+const MAX_SPLICE_DEPTH: usize = 64;
+
+/// Every string longer than `cap` in the value at the cursor.
+fn strings_over(
+    c: &mut scan::Cursor<'_>,
+    cap: usize,
+    depth: usize,
+    long: &mut Vec<(usize, usize)>,
+) -> scan::Scan<()> {
+    if depth > MAX_SPLICE_DEPTH {
+        return Err(scan::NotJson);
+    }
+    match c.peek() {
+        Some(b'"') => {
+            let start = c.pos();
+            let s = c.string()?;
+            if s.body.len() > cap {
+                long.push((start, c.pos()));
+            }
+            Ok(())
+        }
+        Some(b'[') => c.array(|c| strings_over(c, cap, depth + 1, long)),
+        Some(b'{') => c.object(|c, _| strings_over(c, cap, depth + 1, long)),
+        _ => c.skip_value(),
     }
 }
 
