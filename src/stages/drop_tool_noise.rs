@@ -889,6 +889,45 @@ mod tests {
         assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
     }
 
+    /// The splicing path caps exactly what the parsing path caps, and leaves every other byte.
+    #[test]
+    fn splicing_caps_like_parsing() {
+        let long = |c: char, n: usize| -> String {
+            (0..n).map(|i| if i % 50 == 49 { '\n' } else { c }).collect()
+        };
+        let records = [
+            json!({"type":"user","message":{"role":"user","content":[
+                {"tool_use_id":"t1","type":"tool_result","content":long('a', 5000)}]},
+                "toolUseResult":{"stdout":long('b', 3000),"stderr":"","nested":[{"x":long('"', 900)}]}}),
+            json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"t2","content":[
+                    {"type":"text","text":long('é', 2000)},{"text":long('c', 2000),"type":"text"}]}]}}),
+            // Not a tool result: nothing is capped, not even toolUseResult.
+            json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":long('d', 5000)}]},
+                "toolUseResult":long('e', 5000)}),
+            json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"t3","content":"short"}]},"toolUseResult":long('\u{1}', 700)}),
+        ];
+        let st = DropToolNoise::new(DropToolNoiseOptions {
+            max_tool_output: 512,
+            ..Default::default()
+        })
+        .unwrap();
+        for v in records {
+            let raw = serde_json::to_vec(&v).unwrap();
+            let mut parsed = v.clone();
+            let mut counts = Counts::default();
+            st.transform(&mut parsed, &mut counts);
+            let (spliced, capped) = cap_by_splicing(&raw, 512).unwrap();
+            assert_eq!(capped, counts.capped);
+            let spliced: Value = serde_json::from_slice(&spliced).unwrap();
+            assert_eq!(spliced, parsed);
+        }
+        // Bytes outside the capped strings are kept as written.
+        let raw = br#"{"b" : 1.50,"message":{"content":[{"type":"tool_result","content":"x"}]},"toolUseResult":{"s":"\u00e9"}}"#;
+        assert_eq!(cap_by_splicing(raw, 512).unwrap(), (raw.to_vec(), 0));
+    }
+
     #[test]
     fn small_cap_is_rejected() {
         let e = DropToolNoise::new(DropToolNoiseOptions {
