@@ -9,7 +9,22 @@ use clap::Parser;
 
 use cchist::error::ExitStatus;
 
+// A session pipeline allocates a header per record and frees them all at the end; mimalloc
+// does that markedly faster than glibc's allocator (see the README's performance section).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (libmimalloc-sys names only some).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 fn main() -> ExitCode {
+    // Give freed memory back at once rather than after 10 ms: a session pipeline frees large
+    // values (parsed image records) while it allocates others, and its peak RSS is a promise
+    // (README: at most twice the file plus 100 bytes a record).
+    // SAFETY: setting an option of the allocator in use; no other thread runs yet.
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
     // Past `ulimit -f`, a write must fail with EFBIG (an error cchist reports, removing its
     // temp file) instead of SIGXFSZ killing the process and leaving the temp file behind.
     // SAFETY: setting a signal to SIG_IGN before any thread starts.

@@ -893,7 +893,9 @@ mod tests {
     #[test]
     fn splicing_caps_like_parsing() {
         let long = |c: char, n: usize| -> String {
-            (0..n).map(|i| if i % 50 == 49 { '\n' } else { c }).collect()
+            (0..n)
+                .map(|i| if i % 50 == 49 { '\n' } else { c })
+                .collect()
         };
         let records = [
             json!({"type":"user","message":{"role":"user","content":[
