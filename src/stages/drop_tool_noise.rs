@@ -397,31 +397,39 @@ impl DropToolNoise {
         if !may_cap && !may_img {
             return Ok(false);
         }
-        if !may_img && !rec.is_value_edited() {
-            // Capping alone: splice the long strings, parse nothing else.
-            if let Some((bytes, capped)) = cap_by_splicing(rec.raw(), cap) {
-                if capped == 0 {
-                    return Ok(false);
-                }
-                rec.set_raw(bytes);
-                cx.count("drop-tool-noise.outputs_capped", capped);
-                return Ok(true);
-            }
-        }
-        let line = rec.line;
-        // Parse a copy, so the record stays untouched when nothing turns out to be capped.
-        let parsed = if rec.is_changed() {
-            rec.value().cloned()
+        let spliced = if rec.is_value_edited() {
+            None
         } else {
-            crate::record::parse_value(rec.raw())
+            // Splice the edits into the bytes: nothing else is parsed or re-written.
+            edit_by_splicing(rec.raw(), cap, self.opts.replace_images)
         };
-        let mut v = parsed.map_err(|e| stage_err(cx, NAME, line, e))?;
-        let mut counts = Counts::default();
-        self.transform(&mut v, &mut counts);
+        let counts = match spliced {
+            Some((bytes, counts)) => {
+                if counts.capped + counts.images > 0 {
+                    rec.set_raw(bytes);
+                }
+                counts
+            }
+            None => {
+                let line = rec.line;
+                // Parse a copy, so the record stays untouched when nothing is capped.
+                let parsed = if rec.is_changed() {
+                    rec.value().cloned()
+                } else {
+                    crate::record::parse_value(rec.raw())
+                };
+                let mut v = parsed.map_err(|e| stage_err(cx, NAME, line, e))?;
+                let mut counts = Counts::default();
+                self.transform(&mut v, &mut counts);
+                if counts.capped + counts.images > 0 {
+                    rec.set_value(v);
+                }
+                counts
+            }
+        };
         if counts.capped + counts.images == 0 {
             return Ok(false);
         }
-        rec.set_value(v);
         if counts.capped > 0 {
             cx.count("drop-tool-noise.outputs_capped", counts.capped);
         }
@@ -471,34 +479,41 @@ impl DropToolNoise {
     }
 }
 
-/// Cap, in the record's own bytes, the strings [`DropToolNoise::transform`] caps: the
-/// `content` of `tool_result` blocks (a string, or the `text` of its text items) and every
-/// string of `toolUseResult`. Each long string is decoded, cut with [`cap_text`] and written
-/// back JSON-escaped as serde_json writes it; every other byte stays as it was. Returns the
-/// new bytes and how many strings were capped; `None` when the record does not scan (or nests
-/// too deeply), and the caller takes the parsing path.
-fn cap_by_splicing(raw: &[u8], cap: usize) -> Option<(Vec<u8>, u64)> {
-    use scan::Cursor;
-    // (start, end) of each string to cap, quotes included, in line order.
-    let mut long: Vec<(usize, usize)> = Vec::new();
-    let mut note = |c: &mut Cursor<'_>, long: &mut Vec<(usize, usize)>| -> scan::Scan<()> {
-        c.ws();
-        let start = c.pos();
-        let s = c.string()?;
-        if s.body.len() > cap {
-            long.push((start, c.pos()));
+/// One change [`edit_by_splicing`] makes to a record's bytes.
+enum Splice {
+    /// Cap the JSON string at this span (quotes included).
+    Cap(usize, usize),
+    /// Put this JSON text in place of the span.
+    Put(usize, usize, String),
+}
+
+impl Splice {
+    fn start(&self) -> usize {
+        match self {
+            Splice::Cap(s, _) | Splice::Put(s, _, _) => *s,
         }
-        Ok(())
-    };
+    }
+}
+
+/// Make, in the record's own bytes, the edits [`DropToolNoise::transform`] makes on a parsed
+/// value: cap the `content` of `tool_result` blocks (a string, or the `text` of its text
+/// items) and every string of `toolUseResult`; with `images`, replace base64 image blocks
+/// (top level or inside a result) with a text block and empty `toolUseResult` `base64`
+/// strings. Long strings are decoded, cut with [`cap_text`] and written back JSON-escaped as
+/// serde_json writes them; every other byte stays as it was, and nothing else is decoded (an
+/// image's base64 is never copied). Returns the new bytes (empty when nothing changed) and the
+/// counts; `None` when the record does not scan or nests too deeply: the caller then takes the
+/// parsing path.
+fn edit_by_splicing(raw: &[u8], cap: usize, images: bool) -> Option<(Vec<u8>, Counts)> {
+    use scan::Cursor;
+    let mut edits: Vec<Splice> = Vec::new();
+    let mut counts = Counts::default();
     let mut c = Cursor::new(raw);
     let mut results = false;
     let mut tool_use_result: Option<(usize, usize)> = None;
     c.object(|c, key| {
         if key.is("toolUseResult") {
-            c.ws();
-            let start = c.pos();
-            c.skip_value()?;
-            tool_use_result = Some((start, c.pos()));
+            tool_use_result = Some(span(c)?);
             return Ok(());
         }
         if !key.is("message") || c.peek() != Some(b'{') {
@@ -509,29 +524,20 @@ fn cap_by_splicing(raw: &[u8], cap: usize) -> Option<(Vec<u8>, u64)> {
                 return c.skip_value();
             }
             c.array(|c| {
-                if c.peek() != Some(b'{') {
-                    return c.skip_value();
-                }
-                // `type` may follow `content`: note the span, decide at the end of the block.
-                let (mut is_result, mut content) = (false, None);
-                c.object(|c, key| {
-                    if key.is("type") {
-                        is_result = c.opt_string()?.is_some_and(|t| t.is("tool_result"));
-                    } else if key.is("content") {
-                        c.ws();
-                        let start = c.pos();
-                        c.skip_value()?;
-                        content = Some((start, c.pos()));
-                    } else {
-                        c.skip_value()?;
+                let Some(block) = block_fields(c, "content")? else {
+                    return Ok(());
+                };
+                match block.kind.as_deref() {
+                    Some("image") if images => image(raw, &block, &mut edits, &mut counts),
+                    Some("tool_result") => {
+                        results = true;
+                        if let Some((from, to)) = block.field {
+                            result_content(raw, from, to, cap, images, &mut edits, &mut counts)?;
+                        }
+                        Ok(())
                     }
-                    Ok(())
-                })?;
-                if let (true, Some((from, to))) = (is_result, content) {
-                    results = true;
-                    result_content(raw, from, to, &mut long, &mut note)?;
+                    _ => Ok(()),
                 }
-                Ok(())
             })
         })
     })
@@ -542,61 +548,168 @@ fn cap_by_splicing(raw: &[u8], cap: usize) -> Option<(Vec<u8>, u64)> {
     if let (true, Some((from, to))) = (results, tool_use_result) {
         let mut c = Cursor::new(&raw[..to]);
         c.skip_to(from);
-        strings_over(&mut c, cap, 0, &mut long).ok()?;
+        strings_over(&mut c, cap, images, 0, &mut edits, &mut counts).ok()?;
     }
-    long.sort_unstable();
-    let mut out = Vec::with_capacity(raw.len());
+    edits.sort_unstable_by_key(Splice::start);
+    let mut puts: Vec<(usize, usize, String)> = Vec::with_capacity(edits.len());
+    for e in edits {
+        match e {
+            Splice::Cap(start, end) => {
+                let text: String = serde_json::from_slice(&raw[start..end]).ok()?;
+                if let Some(new) = cap_text(&text, cap) {
+                    counts.capped += 1;
+                    puts.push((start, end, serde_json::to_string(&new).ok()?));
+                }
+            }
+            Splice::Put(start, end, text) => puts.push((start, end, text)),
+        }
+    }
+    if puts.is_empty() {
+        return Some((Vec::new(), counts));
+    }
+    let size = puts
+        .iter()
+        .fold(raw.len(), |n, (s, e, t)| n - (e - s) + t.len());
+    let mut out = Vec::with_capacity(size);
     let mut done = 0;
-    let mut capped = 0;
-    for (start, end) in long {
-        let text: String = serde_json::from_slice(&raw[start..end]).ok()?;
-        let Some(new) = cap_text(&text, cap) else {
-            continue;
-        };
+    for (start, end, text) in puts {
         out.extend_from_slice(&raw[done..start]);
-        serde_json::to_writer(&mut out, &new).ok()?;
+        out.extend_from_slice(text.as_bytes());
         done = end;
-        capped += 1;
     }
     out.extend_from_slice(&raw[done..]);
-    Some((out, capped))
+    Some((out, counts))
 }
 
-type Note<'n> = dyn FnMut(&mut scan::Cursor<'_>, &mut Vec<(usize, usize)>) -> scan::Scan<()> + 'n;
+/// The span of the value at the cursor, which is skipped.
+fn span(c: &mut scan::Cursor<'_>) -> scan::Scan<(usize, usize)> {
+    c.ws();
+    let start = c.pos();
+    c.skip_value()?;
+    Ok((start, c.pos()))
+}
 
-/// The long strings of a `tool_result`'s `content` at `raw[from..to]`.
+/// What [`edit_by_splicing`] needs of a content block.
+struct BlockFields {
+    /// The block's span.
+    at: (usize, usize),
+    /// Its `type`, when a string.
+    kind: Option<String>,
+    /// The span of the member named by the caller (`content` or `text`).
+    field: Option<(usize, usize)>,
+    /// The span of `source` (images).
+    source: Option<(usize, usize)>,
+}
+
+/// Read a block object at the cursor (`None`, skipped, when it is not an object); `type` may
+/// follow the other members, so spans are noted and the caller decides.
+fn block_fields(c: &mut scan::Cursor<'_>, field: &str) -> scan::Scan<Option<BlockFields>> {
+    if c.peek() != Some(b'{') {
+        c.skip_value()?;
+        return Ok(None);
+    }
+    let start = c.pos();
+    let (mut kind, mut found, mut source) = (None, None, None);
+    c.object(|c, key| {
+        if key.is("type") {
+            kind = c.opt_string()?.and_then(|t| t.decode());
+        } else if key.is(field) {
+            found = Some(span(c)?);
+        } else if key.is("source") {
+            source = Some(span(c)?);
+        } else {
+            c.skip_value()?;
+        }
+        Ok(())
+    })?;
+    Ok(Some(BlockFields {
+        at: (start, c.pos()),
+        kind,
+        field: found,
+        source,
+    }))
+}
+
+/// Replace a base64 image block with the text block [`replace_image`] writes.
+fn image(
+    raw: &[u8],
+    block: &BlockFields,
+    edits: &mut Vec<Splice>,
+    counts: &mut Counts,
+) -> scan::Scan<()> {
+    let Some((from, to)) = block.source else {
+        return Ok(());
+    };
+    let mut c = scan::Cursor::new(&raw[..to]);
+    c.skip_to(from);
+    if c.peek() != Some(b'{') {
+        return Ok(());
+    }
+    let (mut base64, mut media, mut data_len) = (false, None, None);
+    c.object(|c, key| {
+        if key.is("type") {
+            base64 = c.opt_string()?.is_some_and(|t| t.is("base64"));
+        } else if key.is("media_type") {
+            media = c.opt_string()?.and_then(|t| t.decode());
+        } else if key.is("data") {
+            data_len = c.opt_string()?.map(|d| {
+                if d.escaped {
+                    d.decode().map_or(d.body.len(), |t| t.len())
+                } else {
+                    d.body.len()
+                }
+            });
+        } else {
+            c.skip_value()?;
+        }
+        Ok(())
+    })?;
+    let (true, Some(len)) = (base64, data_len) else {
+        return Ok(());
+    };
+    let text = image_text(media.as_deref().unwrap_or("image"), len);
+    let replacement = json!({"type": "text", "text": text}).to_string();
+    edits.push(Splice::Put(block.at.0, block.at.1, replacement));
+    counts.images += 1;
+    Ok(())
+}
+
+/// The edits of a `tool_result`'s `content` at `raw[from..to]`.
 fn result_content(
     raw: &[u8],
     from: usize,
     to: usize,
-    long: &mut Vec<(usize, usize)>,
-    note: &mut Note<'_>,
+    cap: usize,
+    images: bool,
+    edits: &mut Vec<Splice>,
+    counts: &mut Counts,
 ) -> scan::Scan<()> {
     let mut c = scan::Cursor::new(&raw[..to]);
     c.skip_to(from);
     match c.peek() {
-        Some(b'"') => note(&mut c, long),
-        Some(b'[') => c.array(|c| {
-            if c.peek() != Some(b'{') {
-                return c.skip_value();
-            }
-            let (mut is_text, mut text) = (false, None);
-            c.object(|c, key| {
-                if key.is("type") {
-                    is_text = c.opt_string()?.is_some_and(|t| t.is("text"));
-                } else if key.is("text") && c.peek() == Some(b'"') {
-                    let mut one = Vec::new();
-                    note(c, &mut one)?;
-                    text = one.pop();
-                } else {
-                    c.skip_value()?;
-                }
-                Ok(())
-            })?;
-            if let (true, Some(span)) = (is_text, text) {
-                long.push(span);
+        Some(b'"') => {
+            let (start, end) = span(&mut c)?;
+            if end - start - 2 > cap {
+                edits.push(Splice::Cap(start, end));
             }
             Ok(())
+        }
+        Some(b'[') => c.array(|c| {
+            let Some(item) = block_fields(c, "text")? else {
+                return Ok(());
+            };
+            match item.kind.as_deref() {
+                Some("image") if images => image(raw, &item, edits, counts),
+                Some("text") => {
+                    if let Some((start, end)) = item.field {
+                        if raw[start] == b'"' && end - start - 2 > cap {
+                            edits.push(Splice::Cap(start, end));
+                        }
+                    }
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
         }),
         _ => c.skip_value(),
     }
@@ -605,27 +718,39 @@ fn result_content(
 /// Deepest `toolUseResult` nesting walked here; deeper values take the parsing path.
 const MAX_SPLICE_DEPTH: usize = 64;
 
-/// Every string longer than `cap` in the value at the cursor.
+/// The edits of a `toolUseResult` value: every string longer than `cap`; with `images`, every
+/// non-empty `base64` string emptied.
 fn strings_over(
     c: &mut scan::Cursor<'_>,
     cap: usize,
+    images: bool,
     depth: usize,
-    long: &mut Vec<(usize, usize)>,
+    edits: &mut Vec<Splice>,
+    counts: &mut Counts,
 ) -> scan::Scan<()> {
     if depth > MAX_SPLICE_DEPTH {
         return Err(scan::NotJson);
     }
     match c.peek() {
         Some(b'"') => {
-            let start = c.pos();
-            let s = c.string()?;
-            if s.body.len() > cap {
-                long.push((start, c.pos()));
+            let (start, end) = span(c)?;
+            if end - start - 2 > cap {
+                edits.push(Splice::Cap(start, end));
             }
             Ok(())
         }
-        Some(b'[') => c.array(|c| strings_over(c, cap, depth + 1, long)),
-        Some(b'{') => c.object(|c, _| strings_over(c, cap, depth + 1, long)),
+        Some(b'[') => c.array(|c| strings_over(c, cap, images, depth + 1, edits, counts)),
+        Some(b'{') => c.object(|c, key| {
+            if images && key.is("base64") && c.peek() == Some(b'"') {
+                let (start, end) = span(c)?;
+                if end - start > 2 {
+                    edits.push(Splice::Put(start, end, "\"\"".into()));
+                    counts.images += 1;
+                }
+                return Ok(());
+            }
+            strings_over(c, cap, images, depth + 1, edits, counts)
+        }),
         _ => c.skip_value(),
     }
 }
@@ -655,12 +780,16 @@ fn replace_image(b: &mut Value, c: &mut Counts) {
         return;
     };
     let media = src["media_type"].as_str().unwrap_or("image");
-    let text = format!(
-        "[image removed by cchist: {media}, {}]",
-        human_size(data.len() / 4 * 3)
-    );
-    *b = json!({"type": "text", "text": text});
+    *b = json!({"type": "text", "text": image_text(media, data.len())});
     c.images += 1;
+}
+
+/// The text that stands for a removed image of `base64_len` bytes of base64.
+fn image_text(media: &str, base64_len: usize) -> String {
+    format!(
+        "[image removed by cchist: {media}, {}]",
+        human_size(base64_len / 4 * 3)
+    )
 }
 
 /// Cap every long string in a `toolUseResult` value; with `images`, empty `base64` copies.
@@ -909,6 +1038,15 @@ mod tests {
                 "toolUseResult":long('e', 5000)}),
             json!({"type":"user","message":{"role":"user","content":[
                 {"type":"tool_result","tool_use_id":"t3","content":"short"}]},"toolUseResult":long('\u{1}', 700)}),
+            // Images: a prompt's, one inside a result, and the result's base64 copy.
+            json!({"type":"user","message":{"role":"user","content":[
+                {"type":"text","text":"see"},
+                {"source":{"data":"iVBORw0KGgo=","media_type":"image/png","type":"base64"},"type":"image"}]}}),
+            json!({"type":"user","message":{"role":"user","content":[
+                {"type":"tool_result","tool_use_id":"t4","content":[
+                    {"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":long('Q', 4000)}},
+                    {"type":"image","source":{"type":"url","url":"https://x"}}]}]},
+                "toolUseResult":{"type":"image","file":{"base64":long('Q', 4000),"type":"image/jpeg"},"empty":{"base64":""}}}),
         ];
         let st = DropToolNoise::new(DropToolNoiseOptions {
             max_tool_output: 512,
@@ -920,14 +1058,26 @@ mod tests {
             let mut parsed = v.clone();
             let mut counts = Counts::default();
             st.transform(&mut parsed, &mut counts);
-            let (spliced, capped) = cap_by_splicing(&raw, 512).unwrap();
-            assert_eq!(capped, counts.capped);
+            let (spliced, got) = edit_by_splicing(&raw, 512, true).unwrap();
+            assert_eq!((got.capped, got.images), (counts.capped, counts.images));
+            if got.capped + got.images == 0 {
+                assert_eq!(parsed, v, "nothing to edit");
+                continue;
+            }
             let spliced: Value = serde_json::from_slice(&spliced).unwrap();
             assert_eq!(spliced, parsed);
         }
         // Bytes outside the capped strings are kept as written.
         let raw = br#"{"b" : 1.50,"message":{"content":[{"type":"tool_result","content":"x"}]},"toolUseResult":{"s":"\u00e9"}}"#;
-        assert_eq!(cap_by_splicing(raw, 512).unwrap(), (raw.to_vec(), 0));
+        let (_, counts) = edit_by_splicing(raw, 512, true).unwrap();
+        assert_eq!(counts.capped + counts.images, 0);
+        let raw = br#"{"b" : 1.50,"message":{"content":[{"type":"tool_result","content":"x"}]},"toolUseResult":{"s":"\u00e9","base64":"AAAA"}}"#;
+        let (out, counts) = edit_by_splicing(raw, 512, true).unwrap();
+        assert_eq!(counts.images, 1);
+        assert_eq!(
+            out,
+            br#"{"b" : 1.50,"message":{"content":[{"type":"tool_result","content":"x"}]},"toolUseResult":{"s":"\u00e9","base64":""}}"#
+        );
     }
 
     #[test]
