@@ -56,6 +56,9 @@ pub struct Header {
     /// Length of the longest string in the record, as written (escapes not decoded): a
     /// stage that shortens long strings skips every record where this is under its limit.
     pub longest_string: usize,
+    /// True when the record has a top-level `compactMetadata` (compaction boundaries), whose
+    /// uuid references `relink` rewrites.
+    pub has_compact_metadata: bool,
 }
 
 /// The structural part of one content block.
@@ -189,6 +192,10 @@ fn top_field(
             })?;
         }
         b"message" if c.peek() == Some(b'{') => message(c, h)?,
+        b"compactMetadata" => {
+            h.has_compact_metadata = true;
+            c.skip_value()?;
+        }
         _ => c.skip_value()?,
     }
     Ok(())
@@ -492,6 +499,7 @@ mod tests {
     fn without_scan_stats(h: Option<Header>) -> Option<Header> {
         h.map(|h| Header {
             longest_string: 0,
+            has_compact_metadata: false,
             ..h
         })
     }
@@ -529,6 +537,15 @@ mod tests {
                 out.push(p);
             }
         }
+    }
+
+    #[test]
+    fn compact_metadata_is_noticed_at_top_level_only() {
+        let h = Header::parse(br#"{"type":"system","compactMetadata":{"trigger":"auto"}}"#);
+        assert!(h.unwrap().has_compact_metadata);
+        let h =
+            Header::parse(br#"{"type":"user","x":{"compactMetadata":1},"t":"compactMetadata"}"#);
+        assert!(!h.unwrap().has_compact_metadata);
     }
 
     #[test]

@@ -644,9 +644,10 @@ fn earlier_main(s: &Session<'_>, i: usize) -> Option<String> {
     })
 }
 
-/// True when record `i` may contain `key` (cheap byte search on untouched records).
+/// True when record `i` may contain `key` (a byte search, unless the record is held as an
+/// edited value and its bytes are stale).
 fn mentions(rec: &Record<'_>, key: &str) -> bool {
-    if rec.is_changed() {
+    if rec.is_value_edited() {
         return true;
     }
     let needle = format!("\"{key}\"");
@@ -666,6 +667,7 @@ fn fix_references(
         .collect();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
+        let has_compact_metadata = h.has_compact_metadata;
         let mut fixes: Vec<(&str, Fix)> = Vec::new();
         // Fields the header already holds.
         if let Some(v) = h.logical_parent_uuid.as_deref() {
@@ -713,7 +715,7 @@ fn fix_references(
                 }
             }
         }
-        if !compact.is_empty() && mentions(&s.records[i], "compactMetadata") {
+        if !compact.is_empty() && has_compact_metadata {
             fix_compact_metadata(s, i, cx, orig, st)?;
         }
         // Any other reference field (added to the table later): tombstones only.
