@@ -14,16 +14,18 @@ use cchist::error::ExitStatus;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (libmimalloc-sys names only some).
+/// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (v2 and v3 agree; libmimalloc-sys
+/// names only some options).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
-    // Give freed memory back at once rather than after 10 ms: a session pipeline frees large
-    // values (parsed image records) while it allocates others, and its peak RSS is a promise
-    // (README: at most twice the file plus 100 bytes a record).
+    // Never hand freed memory back to the OS (as glibc's allocator mostly does not): a session
+    // pipeline frees and re-allocates tens of MB between stages, and purging it costs page
+    // faults that zero huge pages again, ~25% of a `run -p share`. Peak RSS stays at the
+    // peak of live data (README: at most twice the file plus 100 bytes a record; measured).
     // SAFETY: setting an option of the allocator in use; no other thread runs yet.
     unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
     }
     // Past `ulimit -f`, a write must fail with EFBIG (an error cchist reports, removing its
     // temp file) instead of SIGXFSZ killing the process and leaving the temp file behind.

@@ -115,7 +115,8 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Run over a whole in-memory input (a mapped or read file), writing kept records to `sink`.
+    /// Run over a whole in-memory input (a mapped or read file), writing kept records to `sink`
+    /// (finished before returning, so nothing in it refers to `data` afterwards).
     pub fn run_buffer(
         &self,
         data: &[u8],
@@ -131,6 +132,9 @@ impl Pipeline {
         } else {
             self.run_records(data, 1, &mut cx, &mut report, sink)?;
         }
+        // A sink may hold spans of `data` it has not written yet: write them while `data` is
+        // alive (a caller may drop it next, as `run_stream` does).
+        sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok(report)
@@ -157,6 +161,18 @@ impl Pipeline {
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok((current, report))
+    }
+
+    /// Run over standard input: as [`Pipeline::run_stream`], except that when the whole input
+    /// is needed and stdin is a regular file (`cchist relink < session.jsonl`), it is mapped
+    /// rather than read.
+    pub fn run_stdin(&self, sink: &mut dyn Sink) -> Result<FileReport> {
+        let origin = Origin::stdin();
+        if self.needs_session() || self.on_invalid == OnInvalid::Error {
+            let data = input::read_stdin_all()?;
+            return self.run_buffer(&data, &origin, sink);
+        }
+        self.run_stream(std::io::stdin().lock(), &origin, sink)
     }
 
     /// Run over a stream (stdin). Record-scoped pipelines keep memory bounded; a

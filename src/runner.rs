@@ -101,7 +101,7 @@ pub fn run_one_to(pipeline: &Pipeline, inp: &Input, w: &mut dyn Write) -> Result
     let origin = inp.origin();
     let mut sink = SpanWriter::new(w);
     let report = match inp {
-        Input::Stdin => pipeline.run_stream(io::stdin().lock(), &origin, &mut sink)?,
+        Input::Stdin => pipeline.run_stdin(&mut sink)?,
         Input::File { path, .. } => {
             let f = input::open(path)?;
             let r = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
@@ -126,7 +126,7 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
         return match mode {
             Mode::DryRun => {
                 let mut sink = NullSink;
-                pipeline.run_stream(io::stdin().lock(), &origin, &mut sink)
+                pipeline.run_stdin(&mut sink)
             }
             _ => run_one_to(pipeline, inp, &mut io::stdout().lock()),
         };

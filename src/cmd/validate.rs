@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use cchist::error::{ExitStatus, Origin};
+use cchist::error::ExitStatus;
 use cchist::input;
 use cchist::walk::Input;
 use serde_json::json;
@@ -17,9 +17,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
     for inp in &walk.inputs {
         let origin = inp.origin();
         let data = match inp {
-            Input::Stdin => {
-                input::read_all(std::io::stdin().lock(), &Origin::stdin()).map(input::Data::Owned)
-            }
+            Input::Stdin => input::read_stdin_all(),
             Input::File { path, .. } => input::open(path).map(|f| f.data),
         };
         let data = match data {

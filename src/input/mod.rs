@@ -21,6 +21,8 @@ pub enum Data {
     Mapped(memmap2::Mmap),
     /// Bytes read into memory.
     Owned(Vec<u8>),
+    /// A stream read whole into anonymous memory (its first `usize` bytes).
+    Anon(memmap2::MmapMut, usize),
 }
 
 impl Deref for Data {
@@ -29,6 +31,7 @@ impl Deref for Data {
         match self {
             Data::Mapped(m) => m,
             Data::Owned(v) => v,
+            Data::Anon(m, len) => &m[..*len],
         }
     }
 }
@@ -81,12 +84,65 @@ pub fn open(path: &Path) -> Result<InputFile> {
 }
 
 /// Read all of `reader` into memory (used when a session-scoped stage needs stdin whole).
-pub fn read_all(mut reader: impl Read, origin: &Origin) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    reader
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io(origin, "read", e))?;
-    Ok(buf)
+pub fn read_all(mut reader: impl Read, origin: &Origin) -> Result<Data> {
+    let read_err = |e| Error::io(origin, "read", e);
+    // Grown by doubling in anonymous maps rather than a Vec: a map's untouched pages cost
+    // nothing, and an outgrown one goes back to the system at once (the allocator would
+    // keep it), so reading a 1 GB session peaks near 2 GB only while it is copied.
+    let Ok(mut map) = memmap2::MmapMut::map_anon(FIRST_MAP) else {
+        let mut buf = Vec::new();
+        reader.read_to_end(&mut buf).map_err(read_err)?;
+        return Ok(Data::Owned(buf));
+    };
+    let mut len = 0;
+    loop {
+        if len == map.len() {
+            let mut bigger = memmap2::MmapMut::map_anon(map.len() * 2).map_err(read_err)?;
+            bigger[..len].copy_from_slice(&map[..len]);
+            map = bigger;
+        }
+        match reader.read(&mut map[len..]) {
+            Ok(0) => return Ok(Data::Anon(map, len)),
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(read_err(e)),
+        }
+    }
+}
+
+/// Reserved size of the first map of [`read_all`] (address space only until written).
+const FIRST_MAP: usize = 64 << 20;
+
+/// Standard input whole: memory-mapped when it is a regular file read from its start (`cchist
+/// relink < session.jsonl`), read otherwise (a pipe).
+pub fn read_stdin_all() -> Result<Data> {
+    let stdin = std::io::stdin();
+    if let Some(map) = map_stdin(&stdin) {
+        return Ok(Data::Mapped(map));
+    }
+    read_all(stdin.lock(), &Origin::stdin())
+}
+
+fn map_stdin(stdin: &std::io::Stdin) -> Option<memmap2::Mmap> {
+    use std::os::fd::AsRawFd;
+    let fd = stdin.as_raw_fd();
+    // SAFETY: fstat and lseek on an open descriptor, with a zeroed stat buffer.
+    let (is_file, size, at_start) = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return None;
+        }
+        (
+            st.st_mode & libc::S_IFMT == libc::S_IFREG,
+            st.st_size,
+            libc::lseek(fd, 0, libc::SEEK_CUR) == 0,
+        )
+    };
+    if !is_file || size <= 0 || !at_start {
+        return None;
+    }
+    // SAFETY: as for a named file (see `open`): read-only, a concurrent truncation could fault.
+    unsafe { memmap2::Mmap::map(fd) }.ok()
 }
 
 /// Size of one read from a stream.
