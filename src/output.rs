@@ -1,6 +1,7 @@
 //! Writers: where records go, and atomic in-place replacement.
 //!
-//! [`SpanWriter`] copies runs of untouched records as one slice of the input buffer.
+//! [`SpanWriter`] writes runs of untouched records as the input's own bytes (the pipeline
+//! gathers them into one span per run).
 //! [`LazySink`] writes nothing until the first change, so an unchanged file costs no write at
 //! all and is never rewritten. [`AtomicFile`] is a temp file in the target's own folder that
 //! replaces the target by rename after fsync, keeping its mode and (unless asked) its mtime.
@@ -14,51 +15,33 @@ use crate::record::Record;
 
 /// Something records are written to.
 pub trait Sink {
-    /// Write one kept record.
+    /// Write one kept record that a stage changed or created (or that is not part of the
+    /// input buffer being run).
     fn put(&mut self, rec: &Record<'_>) -> io::Result<()>;
+    /// Write bytes of the input verbatim: a run of adjacent untouched records, terminators
+    /// included. The pipeline gathers such runs, so an unchanged file is one call.
+    fn put_span(&mut self, bytes: &[u8]) -> io::Result<()>;
     /// Flush anything pending.
     fn finish(&mut self) -> io::Result<()>;
 }
 
-/// Writes records to `W`, copying runs of untouched, adjacent records as one slice.
+/// Writes records to `W`: changed ones serialized, runs of untouched ones as the input's bytes.
 pub struct SpanWriter<W: Write> {
     w: W,
-    pending: Option<(*const u8, usize)>,
     scratch: Vec<u8>,
 }
-
-// SAFETY: `pending` only ever points into a buffer borrowed for the lifetime of the records
-// being written; it is flushed before those records can go away (in `put` and `finish`).
-unsafe impl<W: Write + Send> Send for SpanWriter<W> {}
 
 impl<W: Write> SpanWriter<W> {
     /// A writer over `w`.
     pub fn new(w: W) -> Self {
         SpanWriter {
             w,
-            pending: None,
             scratch: Vec::new(),
         }
     }
 
-    /// Write raw bytes (flushing any pending span first).
-    pub fn write_bytes(&mut self, b: &[u8]) -> io::Result<()> {
-        self.flush_pending()?;
-        self.w.write_all(b)
-    }
-
-    fn flush_pending(&mut self) -> io::Result<()> {
-        if let Some((ptr, len)) = self.pending.take() {
-            // SAFETY: see the type-level comment: the span is still borrowed.
-            let s = unsafe { std::slice::from_raw_parts(ptr, len) };
-            self.w.write_all(s)?;
-        }
-        Ok(())
-    }
-
     /// Flush and return the inner writer.
     pub fn into_inner(mut self) -> io::Result<W> {
-        self.flush_pending()?;
         self.w.flush()?;
         Ok(self.w)
     }
@@ -71,28 +54,16 @@ impl<W: Write> SpanWriter<W> {
 
 impl<W: Write> Sink for SpanWriter<W> {
     fn put(&mut self, rec: &Record<'_>) -> io::Result<()> {
-        if let Some(body) = rec.untouched_slice() {
-            let len = body.len() + rec.term.bytes().len();
-            let ptr = body.as_ptr();
-            if let Some((p, l)) = &mut self.pending {
-                // SAFETY: pointer comparison within (or just past) one allocation only.
-                if unsafe { p.add(*l) } == ptr {
-                    *l += len;
-                    return Ok(());
-                }
-            }
-            self.flush_pending()?;
-            self.pending = Some((ptr, len));
-            return Ok(());
-        }
-        self.flush_pending()?;
         self.scratch.clear();
         rec.write_to(&mut self.scratch);
         self.w.write_all(&self.scratch)
     }
 
+    fn put_span(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.w.write_all(bytes)
+    }
+
     fn finish(&mut self) -> io::Result<()> {
-        self.flush_pending()?;
         self.w.flush()
     }
 }
@@ -121,7 +92,7 @@ impl<'b, W: Write, F: FnMut() -> io::Result<W>> LazySink<'b, W, F> {
     fn diverge(&mut self) -> io::Result<&mut SpanWriter<W>> {
         if self.out.is_none() {
             let mut w = SpanWriter::new((self.open)()?);
-            w.write_bytes(&self.base[..self.same_upto])?;
+            w.put_span(&self.base[..self.same_upto])?;
             self.out = Some(w);
         }
         Ok(self.out.as_mut().expect("just opened"))
@@ -142,16 +113,20 @@ impl<'b, W: Write, F: FnMut() -> io::Result<W>> LazySink<'b, W, F> {
 
 impl<'b, W: Write, F: FnMut() -> io::Result<W>> Sink for LazySink<'b, W, F> {
     fn put(&mut self, rec: &Record<'_>) -> io::Result<()> {
+        self.diverge()?.put(rec)
+    }
+
+    fn put_span(&mut self, bytes: &[u8]) -> io::Result<()> {
         if self.out.is_none() {
-            if let Some(body) = rec.untouched_slice() {
-                let off = (body.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
-                if off == self.same_upto && off + body.len() <= self.base.len() {
-                    self.same_upto = off + body.len() + rec.term.bytes().len();
-                    return Ok(());
-                }
+            // Still the same as the input if these are the input's very next bytes (compared
+            // by address: the pipeline hands out spans of the buffer it runs over).
+            let off = (bytes.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+            if off == self.same_upto && bytes.len() <= self.base.len() - off {
+                self.same_upto += bytes.len();
+                return Ok(());
             }
         }
-        self.diverge()?.put(rec)
+        self.diverge()?.put_span(bytes)
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -127,13 +127,13 @@ impl Pipeline {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = Cx::new(origin.clone());
+        let mut out = Out::new(sink, data);
         if self.needs_session() {
-            self.run_session(data, &mut cx, &mut report, sink)?;
+            self.run_session(data, &mut cx, &mut report, &mut out)?;
         } else {
-            self.run_records(data, 1, &mut cx, &mut report, sink)?;
+            self.run_records(data, 1, &mut cx, &mut report, &mut out)?;
         }
-        // A sink may hold spans of `data` it has not written yet: write them while `data` is
-        // alive (a caller may drop it next, as `run_stream` does).
+        out.flush().map_err(|e| Error::io(origin, "write", e))?;
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
         report.counters = cx.counters;
@@ -191,8 +191,9 @@ impl Pipeline {
         let mut cx = Cx::new(origin.clone());
         input::stream_chunks(reader, origin, |chunk, first| {
             report.bytes_in += chunk.len() as u64;
-            self.run_records(chunk, first, &mut cx, &mut report, sink)?;
-            // The chunk's buffer is reused after this call: nothing may stay pending.
+            let mut out = Out::new(sink, chunk);
+            self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
+            out.flush().map_err(|e| Error::io(origin, "write", e))?;
             sink.finish().map_err(|e| Error::io(origin, "write", e))
         })?;
         report.findings = cx.findings;
@@ -206,18 +207,18 @@ impl Pipeline {
         first_line: usize,
         cx: &mut Cx,
         report: &mut FileReport,
-        sink: &mut dyn Sink,
+        out: &mut Out<'_, '_>,
     ) -> Result<()> {
         for l in framing::lines(data, first_line) {
             let mut rec = Record::from_line(l);
             report.records += 1;
             if self.check_lines() && !self.line_is_valid(&rec, report) {
                 // Invalid lines pass through untouched: no stage sees them.
-                self.put(sink, &rec, cx, report)?;
+                self.put(out, &rec, cx, report)?;
                 continue;
             }
             if self.apply_record_stages(&mut rec, cx, report)? {
-                self.put(sink, &rec, cx, report)?;
+                self.put(out, &rec, cx, report)?;
             } else {
                 report.changed = true;
             }
@@ -264,7 +265,7 @@ impl Pipeline {
 
     fn put(
         &self,
-        sink: &mut dyn Sink,
+        out: &mut Out<'_, '_>,
         rec: &Record<'_>,
         cx: &Cx,
         report: &mut FileReport,
@@ -274,7 +275,7 @@ impl Pipeline {
         if rec.is_changed() {
             report.changed = true;
         }
-        sink.put(rec).map_err(|e| Error::io(&cx.origin, "write", e))
+        out.put(rec).map_err(|e| Error::io(&cx.origin, "write", e))
     }
 
     fn run_session(
@@ -282,7 +283,7 @@ impl Pipeline {
         data: &[u8],
         cx: &mut Cx,
         report: &mut FileReport,
-        sink: &mut dyn Sink,
+        out: &mut Out<'_, '_>,
     ) -> Result<()> {
         // Lines that are not JSON objects (invalid JSON, NUL padding, arrays…) never reach a
         // session stage: a stage that removes a range of records must not take them along.
@@ -350,15 +351,61 @@ impl Pipeline {
             after.entry(a).or_default().push(rec);
         }
         for rec in after.remove(&None).unwrap_or_default() {
-            self.put(sink, &rec, cx, report)?;
+            self.put(out, &rec, cx, report)?;
         }
         for rec in &session.records {
-            self.put(sink, rec, cx, report)?;
+            self.put(out, rec, cx, report)?;
             for o in after.remove(&Some(rec.id())).unwrap_or_default() {
-                self.put(sink, &o, cx, report)?;
+                self.put(out, &o, cx, report)?;
             }
         }
         Ok(())
+    }
+}
+
+/// Where one run's records go: adjacent untouched records of `base` (the buffer being run
+/// over) are gathered into one span, so an unchanged input is a single write. Spans are kept
+/// as offsets into `base`, which `Out` borrows: nothing can outlive the buffer.
+struct Out<'s, 'b> {
+    sink: &'s mut dyn Sink,
+    base: &'b [u8],
+    pending: Option<(usize, usize)>,
+}
+
+impl<'s, 'b> Out<'s, 'b> {
+    fn new(sink: &'s mut dyn Sink, base: &'b [u8]) -> Self {
+        Out {
+            sink,
+            base,
+            pending: None,
+        }
+    }
+
+    fn put(&mut self, rec: &Record<'_>) -> std::io::Result<()> {
+        if let Some(body) = rec.untouched_slice() {
+            // Records framed from `base` borrow it: their bytes and terminator are `base`'s.
+            let off = (body.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+            let len = body.len() + rec.term.bytes().len();
+            if off <= self.base.len() && len <= self.base.len() - off {
+                match &mut self.pending {
+                    Some((_, end)) if *end == off => *end += len,
+                    _ => {
+                        self.flush()?;
+                        self.pending = Some((off, off + len));
+                    }
+                }
+                return Ok(());
+            }
+        }
+        self.flush()?;
+        self.sink.put(rec)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.pending.take() {
+            Some((start, end)) => self.sink.put_span(&self.base[start..end]),
+            None => Ok(()),
+        }
     }
 }
 

@@ -247,6 +247,9 @@ impl Sink for NullSink {
     fn put(&mut self, _rec: &crate::record::Record<'_>) -> io::Result<()> {
         Ok(())
     }
+    fn put_span(&mut self, _bytes: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
     fn finish(&mut self) -> io::Result<()> {
         Ok(())
     }
