@@ -14,18 +14,23 @@ use cchist::error::ExitStatus;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` in mimalloc.h's `mi_option_t` (v2 and v3 agree; libmimalloc-sys
-/// names only some options).
+/// `mi_option_purge_delay` in the `mi_option_t` of mimalloc.h (v2 and v3 agree;
+/// libmimalloc-sys names only some options).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
-    // Never hand freed memory back to the OS (as glibc's allocator mostly does not): a session
-    // pipeline frees and re-allocates tens of MB between stages, and purging it costs page
-    // faults that zero huge pages again, ~25% of a `run -p share`. Peak RSS stays at the
-    // peak of live data (README: at most twice the file plus 100 bytes a record; measured).
-    // SAFETY: setting an option of the allocator in use; no other thread runs yet.
+    // Allocator settings, measured on `run -p share` (README, Performance):
+    // - never hand freed memory back to the OS (glibc's allocator mostly does not either): a
+    //   session pipeline frees and re-allocates tens of MB between stages, and purging made
+    //   every reuse fault in zeroed pages again (~10% of the run). Peak RSS stays the peak of
+    //   live data;
+    // - no transparent huge pages (mimalloc asks for them): a touched 2 MB page counts whole
+    //   in RSS, which took streaming pipelines past their 32 MB promise and gained no speed.
+    //   The prctl flag affects this process only.
+    // SAFETY: FFI calls with plain integer arguments, before any other thread starts.
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     // Past `ulimit -f`, a write must fail with EFBIG (an error cchist reports, removing its
     // temp file) instead of SIGXFSZ killing the process and leaving the temp file behind.
