@@ -4,12 +4,13 @@
 #   scripts/compare.sh [SIZE_MB]     (default 256)
 #
 # Builds a corpus of SIZE_MB from ../shared/corpus (real + generated sessions, repeated), then
-# times each command (best of 3 runs) and prints MB/s and the ratio to the reference tool.
+# times each command (best of $RUNS runs, default 5: a shared VM is noisy) and prints MiB/s.
 # Needs: cargo, python3, rg (ripgrep) and jq from the machine's registries
 # (apt-get install ripgrep jq).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MB=${1:-256}
+RUNS=${RUNS:-5}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -25,9 +26,9 @@ BYTES=$(stat -c %s "$CORPUS")
 "$BIN" rules --keywords > "$WORK/keywords.txt"
 cat "$CORPUS" > /dev/null   # warm the page cache
 
-best() { # best wall time of 3 runs, in seconds
+best() { # best wall time of $RUNS runs, in seconds
   local best=999999
-  for _ in 1 2 3; do
+  for _ in $(seq "$RUNS"); do
     local s e
     s=$(date +%s.%N)
     taskset -c 0 bash -c "$1" > /dev/null 2>&1 || true
