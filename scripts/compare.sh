@@ -38,26 +38,33 @@ best() { # best wall time of $RUNS runs, in seconds
   echo "$best"
 }
 
-declare -a NAMES CMDS
-add() { NAMES+=("$1"); CMDS+=("$2"); }
+declare -a NAMES CMDS REFS
+# add NAME COMMAND [REFERENCE]: the reference is the row the ratio compares against.
+add() { NAMES+=("$1"); CMDS+=("$2"); REFS+=("${3:-}"); }
 add "cat"                         "cat '$CORPUS'"
 add "wc -l"                       "wc -l '$CORPUS'"
 add "rg (redact keywords)"        "rg -c -i -F -f '$WORK/keywords.txt' '$CORPUS'"
 add "jq -c ."                     "jq -c . '$CORPUS'"
-add "cchist identity"             "'$BIN' run -p filters/identity.toml '$CORPUS'"
-add "cchist identity (stdin)"     "'$BIN' run -p filters/identity.toml < '$CORPUS'"
-add "cchist redact"               "'$BIN' redact '$CORPUS'"
-add "cchist check"                "'$BIN' check '$CORPUS'"
-add "cchist run -p scrub"         "'$BIN' run -p scrub '$CORPUS'"
-add "cchist run -p share"         "'$BIN' run -p share '$CORPUS'"
-add "cchist validate"             "'$BIN' validate '$CORPUS'"
+add "cchist identity"             "'$BIN' run -p filters/identity.toml '$CORPUS'" "wc -l"
+add "cchist identity (stdin)"     "'$BIN' run -p filters/identity.toml < '$CORPUS'" "wc -l"
+add "cchist redact"               "'$BIN' redact '$CORPUS'" "rg (redact keywords)"
+add "cchist check"                "'$BIN' check '$CORPUS'" "rg (redact keywords)"
+add "cchist run -p scrub"         "'$BIN' run -p scrub '$CORPUS'" "jq -c ."
+add "cchist run -p share"         "'$BIN' run -p share '$CORPUS'" "jq -c ."
+add "cchist validate"             "'$BIN' validate '$CORPUS'" "jq -c ."
 
 printf '%s MB corpus, %s, %s, %s\n\n' "$((BYTES >> 20))" "$(nproc) cores (runs pinned to one)" "$(uname -m)" "$(date -u +%Y-%m-%d)"
-printf '| %-26s | %10s | %10s |\n' "command" "seconds" "MiB/s"
-printf '|%s|%s|%s|\n' "----------------------------" "------------" "------------"
+printf '| %-26s | %10s | %10s | %-28s |\n' "command" "seconds" "MiB/s" "ratio"
+printf '|%s|%s|%s|%s|\n' "----------------------------" "------------" "------------" "------------------------------"
 # scrub = redact + relink; share = redact + drop-tool-noise + relink (the "scrub chain")
+declare -A SECONDS_OF
 for i in "${!NAMES[@]}"; do
   t=$(best "${CMDS[$i]}")
+  SECONDS_OF[${NAMES[$i]}]=$t
   mbs=$(awk -v b="$BYTES" -v t="$t" 'BEGIN { print b / 1048576 / t }')
-  printf '| %-26s | %10.3f | %10.0f |\n' "${NAMES[$i]}" "$t" "$mbs"
+  ratio=""
+  if [ -n "${REFS[$i]}" ]; then
+    ratio=$(awk -v r="${SECONDS_OF[${REFS[$i]}]}" -v t="$t" -v n="${REFS[$i]}" 'BEGIN { printf "%.2fx %s", r / t, n }')
+  fi
+  printf '| %-26s | %10.3f | %10.0f | %-28s |\n' "${NAMES[$i]}" "$t" "$mbs" "$ratio"
 done
