@@ -461,44 +461,58 @@ pub fn block_field<'a>(
 ) -> Option<&'a [u8]> {
     let mut c = Cursor::new(line);
     let mut found = None;
+    content_blocks(
+        &mut c,
+        |c, _| c.skip_value(),
+        |c| {
+            if found.is_some() || c.peek() != Some(b'{') {
+                return c.skip_value();
+            }
+            let (mut is_kind, mut is_id, mut span) = (false, false, None);
+            c.object(|c, key| {
+                let matches = |s: Option<RawStr<'_>>, want: &str| s.is_some_and(|s| s.is(want));
+                if key.is("type") {
+                    is_kind = matches(c.opt_string()?, kind);
+                } else if key.is(id_key) {
+                    is_id = matches(c.opt_string()?, id);
+                } else if key.is(field) {
+                    c.ws();
+                    let from = c.i;
+                    c.skip_value()?;
+                    span = Some(from..c.i);
+                } else {
+                    c.skip_value()?;
+                }
+                Ok(())
+            })?;
+            if is_kind && is_id {
+                found = span;
+            }
+            Ok(())
+        },
+    )
+    .ok()?;
+    found.map(|r| &line[r])
+}
+
+/// Walk the record object at the cursor: `block` gets each element of `message.content` when
+/// it is a list, `other` every top-level member but `message` (both consume what they get).
+pub fn content_blocks<'a>(
+    c: &mut Cursor<'a>,
+    mut other: impl FnMut(&mut Cursor<'a>, RawStr<'a>) -> Scan<()>,
+    mut block: impl FnMut(&mut Cursor<'a>) -> Scan<()>,
+) -> Scan<()> {
     c.object(|c, key| {
         if !key.is("message") || c.peek() != Some(b'{') {
-            return c.skip_value();
+            return other(c, key);
         }
         c.object(|c, key| {
             if !key.is("content") || c.peek() != Some(b'[') {
                 return c.skip_value();
             }
-            c.array(|c| {
-                if found.is_some() || c.peek() != Some(b'{') {
-                    return c.skip_value();
-                }
-                let (mut is_kind, mut is_id, mut span) = (false, false, None);
-                c.object(|c, key| {
-                    let matches = |s: Option<RawStr<'_>>, want: &str| s.is_some_and(|s| s.is(want));
-                    if key.is("type") {
-                        is_kind = matches(c.opt_string()?, kind);
-                    } else if key.is(id_key) {
-                        is_id = matches(c.opt_string()?, id);
-                    } else if key.is(field) {
-                        c.ws();
-                        let from = c.i;
-                        c.skip_value()?;
-                        span = Some(from..c.i);
-                    } else {
-                        c.skip_value()?;
-                    }
-                    Ok(())
-                })?;
-                if is_kind && is_id {
-                    found = span;
-                }
-                Ok(())
-            })
+            c.array(&mut block)
         })
     })
-    .ok()?;
-    found.map(|r| &line[r])
 }
 
 /// True when `b` is one valid JSON value (whitespace around it allowed) in valid UTF-8.

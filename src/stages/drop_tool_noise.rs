@@ -511,36 +511,32 @@ fn edit_by_splicing(raw: &[u8], cap: usize, images: bool) -> Option<(Vec<u8>, Co
     let mut c = Cursor::new(raw);
     let mut results = false;
     let mut tool_use_result: Option<(usize, usize)> = None;
-    c.object(|c, key| {
-        if key.is("toolUseResult") {
-            tool_use_result = Some(span(c)?);
-            return Ok(());
-        }
-        if !key.is("message") || c.peek() != Some(b'{') {
-            return c.skip_value();
-        }
-        c.object(|c, key| {
-            if !key.is("content") || c.peek() != Some(b'[') {
-                return c.skip_value();
+    scan::content_blocks(
+        &mut c,
+        |c, key| {
+            if key.is("toolUseResult") {
+                tool_use_result = Some(span(c)?);
+                return Ok(());
             }
-            c.array(|c| {
-                let Some(block) = block_fields(c, "content")? else {
-                    return Ok(());
-                };
-                match block.kind.as_deref() {
-                    Some("image") if images => image(raw, &block, &mut edits, &mut counts),
-                    Some("tool_result") => {
-                        results = true;
-                        if let Some((from, to)) = block.field {
-                            result_content(raw, from, to, cap, images, &mut edits, &mut counts)?;
-                        }
-                        Ok(())
+            c.skip_value()
+        },
+        |c| {
+            let Some(block) = block_fields(c, "content")? else {
+                return Ok(());
+            };
+            match block.kind.as_deref() {
+                Some("image") if images => image(raw, &block, &mut edits, &mut counts),
+                Some("tool_result") => {
+                    results = true;
+                    if let Some((from, to)) = block.field {
+                        result_content(raw, from, to, cap, images, &mut edits, &mut counts)?;
                     }
-                    _ => Ok(()),
+                    Ok(())
                 }
-            })
-        })
-    })
+                _ => Ok(()),
+            }
+        },
+    )
     .ok()?;
     if !c.at_end() {
         return None;
@@ -687,13 +683,7 @@ fn result_content(
     let mut c = scan::Cursor::new(&raw[..to]);
     c.skip_to(from);
     match c.peek() {
-        Some(b'"') => {
-            let (start, end) = span(&mut c)?;
-            if end - start - 2 > cap {
-                edits.push(Splice::Cap(start, end));
-            }
-            Ok(())
-        }
+        Some(b'"') => long_string(&mut c, cap, edits),
         Some(b'[') => c.array(|c| {
             let Some(item) = block_fields(c, "text")? else {
                 return Ok(());
@@ -715,6 +705,15 @@ fn result_content(
     }
 }
 
+/// Note the string at the cursor for capping when its text (as written) is over `cap`.
+fn long_string(c: &mut scan::Cursor<'_>, cap: usize, edits: &mut Vec<Splice>) -> scan::Scan<()> {
+    let (start, end) = span(c)?;
+    if end - start - 2 > cap {
+        edits.push(Splice::Cap(start, end));
+    }
+    Ok(())
+}
+
 /// Deepest `toolUseResult` nesting walked here; deeper values take the parsing path.
 const MAX_SPLICE_DEPTH: usize = 64;
 
@@ -732,13 +731,7 @@ fn strings_over(
         return Err(scan::NotJson);
     }
     match c.peek() {
-        Some(b'"') => {
-            let (start, end) = span(c)?;
-            if end - start - 2 > cap {
-                edits.push(Splice::Cap(start, end));
-            }
-            Ok(())
-        }
+        Some(b'"') => long_string(c, cap, edits),
         Some(b'[') => c.array(|c| strings_over(c, cap, images, depth + 1, edits, counts)),
         Some(b'{') => c.object(|c, key| {
             if images && key.is("base64") && c.peek() == Some(b'"') {
