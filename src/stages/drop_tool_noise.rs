@@ -1073,6 +1073,87 @@ mod tests {
         );
     }
 
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Text with escapes, multi-byte characters and newlines, short or over the cap.
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[a-z \"\\\n\u{1}é😀]{0,40}",
+                ("[a-z\n\"é]{1,8}", 20usize..200).prop_map(|(unit, n)| unit.repeat(n)),
+            ]
+        }
+
+        fn item() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                text().prop_map(|t| json!({"type": "text", "text": t})),
+                text().prop_map(|t| json!({"text": t, "type": "text"})),
+                text().prop_map(|d| json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": d}})),
+                Just(json!({"type": "image", "source": {"type": "url", "url": "u"}})),
+            ]
+        }
+
+        fn block() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                text()
+                    .prop_map(|t| json!({"type": "tool_result", "tool_use_id": "t", "content": t})),
+                prop::collection::vec(item(), 0..4)
+                    .prop_map(|c| json!({"content": c, "type": "tool_result", "tool_use_id": "t"})),
+                item(),
+                text().prop_map(|t| json!({"type": "thinking", "thinking": t})),
+            ]
+        }
+
+        fn tool_use_result() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                text().prop_map(Value::from),
+                text().prop_map(|b| json!({"base64": b})),
+                any::<i32>().prop_map(Value::from),
+            ];
+            leaf.prop_recursive(3, 12, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                    prop::collection::btree_map("[a-z]{1,6}", inner, 0..4)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            /// Splicing makes exactly the edits of the parsing path, on any mix of blocks.
+            #[test]
+            fn splicing_matches_parsing(
+                blocks in prop::collection::vec(block(), 0..4),
+                tur in prop::option::of(tool_use_result()),
+                images in any::<bool>(),
+            ) {
+                let mut v = json!({"type": "user", "message": {"role": "user", "content": blocks}});
+                if let Some(t) = tur {
+                    v["toolUseResult"] = t;
+                }
+                let st = DropToolNoise::new(DropToolNoiseOptions {
+                    max_tool_output: 256,
+                    replace_images: images,
+                    ..Default::default()
+                })
+                .unwrap();
+                let raw = serde_json::to_vec(&v).unwrap();
+                let mut parsed = v.clone();
+                let mut counts = Counts::default();
+                st.transform(&mut parsed, &mut counts);
+                let (spliced, got) = edit_by_splicing(&raw, 256, images).unwrap();
+                prop_assert_eq!((got.capped, got.images), (counts.capped, counts.images));
+                if got.capped + got.images > 0 {
+                    let spliced: Value = serde_json::from_slice(&spliced).unwrap();
+                    prop_assert_eq!(spliced, parsed);
+                } else {
+                    prop_assert_eq!(parsed, v);
+                }
+            }
+        }
+    }
+
     #[test]
     fn small_cap_is_rejected() {
         let e = DropToolNoise::new(DropToolNoiseOptions {
