@@ -391,17 +391,6 @@ fn new_uuid(
     Ok(u)
 }
 
-/// Envelope fields copied onto a new record from the nearest conversational record.
-const ENVELOPE: &[&str] = &[
-    "userType",
-    "entrypoint",
-    "cwd",
-    "sessionId",
-    "version",
-    "gitBranch",
-    "slug",
-];
-
 /// The conversational record nearest to `at` (searching backwards, then forwards), as a value.
 fn template(s: &mut Session<'_>, at: usize) -> Value {
     let n = s.records.len();
@@ -440,15 +429,8 @@ fn template(s: &mut Session<'_>, at: usize) -> Value {
 
 /// A new user or assistant record shaped like the ones Claude Code writes.
 pub fn message(template: &Value, m: &NewMessage, uuid: &str, parent: Option<&str>) -> Value {
-    let mut v = serde_json::Map::new();
-    v.insert("parentUuid".into(), parent.map_or(Value::Null, Value::from));
-    v.insert("isSidechain".into(), Value::Bool(false));
-    for k in ENVELOPE {
-        if let Some(x) = template.get(*k) {
-            v.insert((*k).into(), x.clone());
-        }
-    }
-    v.entry("userType").or_insert_with(|| "external".into());
+    // The template is a main-chain record (see `template`), so the envelope is too.
+    let mut v = crate::stages::relink::envelope(Some(template), parent);
     match m.role {
         Role::User => {
             v.insert("type".into(), "user".into());

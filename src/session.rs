@@ -230,6 +230,36 @@ impl<'a> Session<'a> {
         self.by_uuid.get(p).copied()
     }
 
+    /// Every cycle of `parentUuid` links, each as its records in walk order, starting at the
+    /// record where a walk from the start of the file first came back to itself.
+    pub fn parent_cycles(&self) -> Vec<Vec<usize>> {
+        // 0 = unvisited, 1 = on the current walk, 2 = done (reaches a root or a known cycle).
+        let mut state = vec![0u8; self.records.len()];
+        let mut cycles = Vec::new();
+        for start in 0..self.records.len() {
+            let mut walk = Vec::new();
+            let mut cur = Some(start);
+            while let Some(i) = cur {
+                match state[i] {
+                    2 => break,
+                    1 => {
+                        let at = walk.iter().position(|&k| k == i).unwrap_or(0);
+                        cycles.push(walk[at..].to_vec());
+                        break;
+                    }
+                    _ => {}
+                }
+                state[i] = 1;
+                walk.push(i);
+                cur = self.parent(i);
+            }
+            for i in walk {
+                state[i] = 2;
+            }
+        }
+        cycles
+    }
+
     /// Walking up from record `i`, is the first assistant record (or user prompt) met a piece
     /// of message `mid`? Results of tools run while the message was still streaming sit
     /// between its pieces (2.1.x) and are passed over; a prompt or other user text is not.

@@ -132,33 +132,14 @@ fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
 }
 
 fn check_cycles(s: &Session<'_>, out: &mut Vec<Finding>) {
-    // 0 = unvisited, 1 = on the current walk, 2 = known to reach a root.
-    let mut state = vec![0u8; s.records.len()];
-    for start in 0..s.records.len() {
-        let mut walk = Vec::new();
-        let mut cur = Some(start);
-        while let Some(i) = cur {
-            match state[i] {
-                2 => break,
-                1 => {
-                    let h = s.header(i);
-                    out.push(finding(
-                        "parent-cycle",
-                        s.records[i].line,
-                        h.and_then(|h| h.uuid.as_deref()),
-                        "following parentUuid from here comes back to this record".into(),
-                    ));
-                    break;
-                }
-                _ => {}
-            }
-            state[i] = 1;
-            walk.push(i);
-            cur = s.parent(i);
-        }
-        for i in walk {
-            state[i] = 2;
-        }
+    for cycle in s.parent_cycles() {
+        let i = cycle[0];
+        out.push(finding(
+            "parent-cycle",
+            s.records[i].line,
+            s.header(i).and_then(|h| h.uuid.as_deref()),
+            "following parentUuid from here comes back to this record".into(),
+        ));
     }
 }
 

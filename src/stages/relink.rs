@@ -127,12 +127,20 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
     if s.linked == Some(true) || (s.linked == Some(false) && !opts.tool_pairs) {
         return Ok(());
     }
-    // Parents as they were when relink started: compaction segments are walked on these.
-    let orig: HashMap<String, Option<String>> = s
-        .by_uuid
+    // Parents as they were when relink started: compaction segments are walked on these
+    // (only records with compaction metadata need them).
+    let has_compactions = s
+        .records
         .iter()
-        .map(|(u, &i)| (u.clone(), s.header(i).and_then(|h| h.parent_uuid.clone())))
-        .collect();
+        .any(|r| r.header().is_some_and(|h| h.has_compact_metadata));
+    let orig: HashMap<String, Option<String>> = if has_compactions {
+        s.by_uuid
+            .iter()
+            .map(|(u, &i)| (u.clone(), s.header(i).and_then(|h| h.parent_uuid.clone())))
+            .collect()
+    } else {
+        HashMap::new()
+    };
     let mut st = Stats::default();
     fix_parents(s, cx, &mut st)?;
     break_cycles(s, cx, &mut st)?;
@@ -323,35 +331,9 @@ fn fix_parents(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
     Ok(())
 }
 
-fn find_cycle(s: &Session<'_>) -> Option<Vec<usize>> {
-    // 0 = unvisited, 1 = on the current walk, 2 = known to reach a root.
-    let mut state = vec![0u8; s.records.len()];
-    for start in 0..s.records.len() {
-        let mut walk = Vec::new();
-        let mut cur = Some(start);
-        while let Some(i) = cur {
-            match state[i] {
-                2 => break,
-                1 => {
-                    let at = walk.iter().position(|&k| k == i).unwrap_or(0);
-                    return Some(walk[at..].to_vec());
-                }
-                _ => {}
-            }
-            state[i] = 1;
-            walk.push(i);
-            cur = s.parent(i);
-        }
-        for i in walk {
-            state[i] = 2;
-        }
-    }
-    None
-}
-
 fn break_cycles(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
     for _ in 0..s.records.len() {
-        let Some(cycle) = find_cycle(s) else {
+        let Some(cycle) = s.parent_cycles().into_iter().next() else {
             return Ok(());
         };
         let first = *cycle.iter().min().expect("a cycle has members");
