@@ -12,10 +12,10 @@
 
 mod corpus;
 
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::Origin;
-use cchist::input::framing::lines;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::{OnInvalid, Pipeline};
+use cchist::io::framing::lines;
+use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 

@@ -11,10 +11,10 @@
 
 mod corpus;
 
-use cchist::config;
+use cchist::engine::config;
+use cchist::engine::pipeline::Pipeline;
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::Pipeline;
+use cchist::io::output::{Sink, SpanWriter};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use regex::bytes::Regex;
 

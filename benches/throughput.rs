@@ -5,10 +5,10 @@
 
 mod corpus;
 
+use cchist::engine::pipeline::Pipeline;
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::Pipeline;
-use cchist::record::Header;
+use cchist::io::output::{Sink, SpanWriter};
+use cchist::transcript::record::Header;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 /// The corpus repeated to about 64 MB, so that per-run overhead vanishes.
@@ -49,7 +49,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("header_every_line", |b| {
         b.iter(|| {
             let mut n = 0usize;
-            for l in cchist::input::framing::lines(&data, 1) {
+            for l in cchist::io::framing::lines(&data, 1) {
                 n += Header::parse(l.body).map_or(0, |h| h.blocks.len());
             }
             n

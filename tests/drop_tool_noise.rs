@@ -5,9 +5,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use cchist::findings::validate::validate;
 use cchist::stages::drop_tool_noise::{DropToolNoise, DropToolNoiseOptions};
 use cchist::stages::{Scope, Stage};
-use cchist::validate::validate;
 use serde_json::Value;
 
 fn manifest() -> PathBuf {

@@ -248,7 +248,7 @@ fn check_single_deletions(rel: &str, choose: impl Fn(usize, &Value) -> bool) {
             .collect();
         let cut = put(tmp.path(), &name, cut.as_bytes());
         let relinked = cchist(&["relink"], &cut);
-        let findings = cchist::validate::validate(&relinked);
+        let findings = cchist::findings::validate::validate(&relinked);
         assert!(
             findings.is_empty(),
             "{rel}: line {} deleted + relink: {:?}",
@@ -341,13 +341,13 @@ fn relink_repairs_corpus_defects_and_resume_is_unchanged() {
         let input = corpus_file(rel);
         let data = std::fs::read(&input).expect("read");
         assert!(
-            !cchist::validate::validate(&data).is_empty(),
+            !cchist::findings::validate::validate(&data).is_empty(),
             "{rel} has a defect"
         );
         let tmp = tempfile::tempdir().expect("tempdir");
         let fixed = cchist(&["relink"], &input);
         assert!(
-            cchist::validate::validate(&fixed).is_empty(),
+            cchist::findings::validate::validate(&fixed).is_empty(),
             "{rel}: relink left defects"
         );
         let out = put(tmp.path(), &file_name(&input), &fixed);
@@ -369,7 +369,7 @@ fn drop_tool_noise_defaults_on_p02() {
         data.len(),
         out.len()
     );
-    let findings = cchist::validate::validate(&out);
+    let findings = cchist::findings::validate::validate(&out);
     assert!(findings.is_empty(), "{findings:?}");
     let path = put(tmp.path(), "p02_noise.jsonl", &out);
     let probe = resume(&path).expect("CLI available");
@@ -426,7 +426,7 @@ fn summarize_turns_2_to_10_of_p05() {
         &["summarize-range", "--turns", "2..10", "--text", s],
         &input,
     );
-    assert!(cchist::validate::validate(&out).is_empty());
+    assert!(cchist::findings::validate::validate(&out).is_empty());
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = put(tmp.path(), "p05_long.jsonl", &out);
     let probe = resume(&path).expect("CLI available");
@@ -454,7 +454,7 @@ fn summarize_keep_last_3_of_p05() {
     let input = corpus_file(P05);
     let Some(orig) = resume(&input) else { return };
     let out = cchist(&["summarize-range", "--keep-last", "3"], &input);
-    assert!(cchist::validate::validate(&out).is_empty());
+    assert!(cchist::findings::validate::validate(&out).is_empty());
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = put(tmp.path(), "p05_long.jsonl", &out);
     let probe = resume(&path).expect("CLI available");

@@ -4,9 +4,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use cchist::engine::pipeline::Pipeline;
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::Pipeline;
+use cchist::io::output::{Sink, SpanWriter};
 use proptest::prelude::*;
 
 fn manifest() -> PathBuf {

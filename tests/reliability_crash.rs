@@ -139,7 +139,7 @@ fn check_state(fx: &Fixture, backup: bool, t: &mut Tally, what: &str) -> usize {
     let temps = temp_files(&fx.root);
     for tp in &temps {
         let name = tp.file_name().unwrap().to_string_lossy().into_owned();
-        let parsed = cchist::output::parse_temp_name(&name);
+        let parsed = cchist::io::output::parse_temp_name(&name);
         assert!(parsed.is_some(), "{what}: unexpected temp name {name}");
         assert!(!name.contains(SECRET), "{what}: temp name carries content");
         let mode = std::fs::symlink_metadata(tp).unwrap().permissions().mode() & 0o777;
@@ -383,7 +383,7 @@ fn leftover_cleanup_removes_only_our_stale_temp_files() {
 fn temp_names_carry_no_content() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("abc.jsonl");
-    let mut t = cchist::output::AtomicFile::create(&target).unwrap();
+    let mut t = cchist::io::output::AtomicFile::create(&target).unwrap();
     std::io::Write::write_all(&mut t, SECRET.as_bytes()).unwrap();
     let name = t
         .temp_path()
@@ -391,7 +391,7 @@ fn temp_names_carry_no_content() {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let (tgt, pid, _) = cchist::output::parse_temp_name(&name).unwrap();
+    let (tgt, pid, _) = cchist::io::output::parse_temp_name(&name).unwrap();
     assert_eq!(tgt, "abc.jsonl");
     assert_eq!(pid, std::process::id());
     assert!(!name.contains(SECRET));

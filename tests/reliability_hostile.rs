@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use cchist::engine::pipeline::Pipeline;
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::Pipeline;
+use cchist::io::output::{Sink, SpanWriter};
 use reliability_common::*;
 
 /// Run `cmd` with a deadline (a parent cycle must not hang a stage); stdin from `input`.
@@ -209,7 +209,7 @@ fn hostile_cases_through_the_library() {
         sink.finish().unwrap();
         drop(sink);
         assert!(out == c.body, "{}: identity changed bytes", c.name);
-        let findings = cchist::validate::validate(&c.body);
+        let findings = cchist::findings::validate::validate(&c.body);
         if let Some(rule) = c.rule {
             assert!(
                 findings.iter().any(|f| f.rule == rule),
@@ -220,15 +220,15 @@ fn hostile_cases_through_the_library() {
         if c.validate == 0 {
             assert!(findings.is_empty(), "{}: {findings:?}", c.name);
         }
-        for l in cchist::input::framing::lines(&c.body, 1) {
-            let _ = cchist::record::Header::parse(l.body);
-            let mut r = cchist::record::Record::from_line(l);
+        for l in cchist::io::framing::lines(&c.body, 1) {
+            let _ = cchist::transcript::record::Header::parse(l.body);
+            let mut r = cchist::transcript::record::Record::from_line(l);
             let _ = r.value();
-            let _ = cchist::record::check_json(l.body);
+            let _ = cchist::transcript::record::check_json(l.body);
         }
         // The streaming path too, one byte at a time at the worst.
         let mut streamed = Vec::new();
-        cchist::input::stream_chunks(OneByte(&c.body), &Origin::stdin(), |b, _| {
+        cchist::io::input::stream_chunks(OneByte(&c.body), &Origin::stdin(), |b, _| {
             streamed.extend_from_slice(b);
             Ok(())
         })

@@ -171,7 +171,7 @@ fn temp_files_are_private_and_named_after_the_target() {
     for (n, m) in &seen {
         assert_eq!(*m, 0o600, "temp file {n} has mode {m:o}");
         assert!(!n.contains(SECRET));
-        let (target, _, _) = cchist::output::parse_temp_name(n).expect("our pattern");
+        let (target, _, _) = cchist::io::output::parse_temp_name(n).expect("our pattern");
         let base = target.strip_suffix(".bak").unwrap_or(target);
         assert!(
             names.iter().any(|x| x == base),

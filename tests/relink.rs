@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::{OnInvalid, Pipeline};
+use cchist::findings::validate::validate;
+use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages::relink::{Relink, RelinkOptions};
-use cchist::validate::validate;
 use proptest::prelude::*;
 
 fn corpus(rel: &str) -> PathBuf {

@@ -21,11 +21,11 @@ fn sandbox() -> tempfile::TempDir {
         "p05_long",
     ] {
         let src = corpus().join(format!("{name}.jsonl"));
-        let cwd = cchist::locate::first_cwd(&src).unwrap();
+        let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
         let dir = root
             .path()
             .join("projects")
-            .join(cchist::locate::project_folder_name(&cwd));
+            .join(cchist::claude::layout::project_folder_name(&cwd));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::copy(&src, dir.join(format!("{name}.jsonl"))).unwrap();
         let comp = corpus().join(name);

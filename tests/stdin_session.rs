@@ -3,9 +3,9 @@
 //! untouched records was written from freed memory when the caller finished the sink, which
 //! crashed on a 1 GB input and could write stale bytes on smaller ones.)
 
-use cchist::config;
+use cchist::engine::config;
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
+use cchist::io::output::{Sink, SpanWriter};
 
 /// A clean chain of `n` records, a few MB in all.
 fn session(n: usize) -> Vec<u8> {

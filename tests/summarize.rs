@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use cchist::input::framing::lines;
-use cchist::record::Record;
-use cchist::session::Session;
-use cchist::validate::validate;
+use cchist::findings::validate::validate;
+use cchist::io::framing::lines;
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
 use serde_json::Value;
 
 fn corpus(rel: &str) -> PathBuf {
@@ -52,7 +52,7 @@ fn prompts(data: &[u8]) -> Vec<String> {
         .iter()
         .map(|t| {
             let v = s.records[t.prompt].value().unwrap();
-            cchist::history::message_text(v)
+            cchist::transcript::turns::message_text(v)
         })
         .collect()
 }

@@ -45,7 +45,7 @@ fn corpus_findings_match_hand_checked_counts() {
     for rel in &files {
         let data = std::fs::read(corpus().join(rel)).unwrap();
         let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for f in cchist::validate::validate(&data) {
+        for f in cchist::findings::validate::validate(&data) {
             *counts.entry(f.rule).or_default() += 1;
         }
         let want: BTreeMap<String, usize> = expected

@@ -4,10 +4,10 @@
 #![no_main]
 
 use cchist::error::Origin;
-use cchist::input::{self, framing};
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::Pipeline;
-use cchist::record::{check_json, Header, Record};
+use cchist::io::{framing, input};
+use cchist::io::output::{Sink, SpanWriter};
+use cchist::engine::pipeline::Pipeline;
+use cchist::transcript::record::{check_json, Header, Record};
 use libfuzzer_sys::fuzz_target;
 
 /// A reader that hands out the input in pieces whose sizes come from the input itself.
@@ -75,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
     .unwrap();
     assert_eq!(batches, data);
 
-    let _ = cchist::validate::validate(data);
+    let _ = cchist::findings::validate::validate(data);
 });
 
 fn memchr_count(b: &[u8]) -> usize {

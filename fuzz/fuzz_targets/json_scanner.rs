@@ -16,8 +16,8 @@ fn serde_accepts(data: &[u8]) -> bool {
 
 fuzz_target!(|data: &[u8]| {
     let accepted = serde_accepts(data);
-    assert_eq!(cchist::record::check_json(data).is_ok(), accepted);
-    if cchist::record::Header::parse(data).is_some() {
+    assert_eq!(cchist::transcript::record::check_json(data).is_ok(), accepted);
+    if cchist::transcript::record::Header::parse(data).is_some() {
         assert!(accepted, "a header for a line serde_json refuses");
         assert!(serde_json::from_slice::<serde_json::Value>(data).map_or(true, |v| v.is_object()));
     }

@@ -6,9 +6,9 @@
 #![no_main]
 
 use cchist::error::Origin;
-use cchist::output::{Sink, SpanWriter};
-use cchist::pipeline::{OnInvalid, Pipeline};
-use cchist::record::check_json;
+use cchist::io::output::{Sink, SpanWriter};
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
+use cchist::transcript::record::check_json;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 use std::sync::OnceLock;
@@ -116,7 +116,7 @@ fn pipelines() -> &'static [(&'static str, Pipeline)] {
 
 fuzz_target!(|data: &[u8]| {
     let session = build(data);
-    let invalid: Vec<&[u8]> = cchist::input::framing::lines(&session, 1)
+    let invalid: Vec<&[u8]> = cchist::io::framing::lines(&session, 1)
         .filter(|l| check_json(l.body).is_err())
         .map(|l| l.body)
         .collect();
@@ -131,7 +131,7 @@ fuzz_target!(|data: &[u8]| {
         if !ok {
             continue;
         }
-        let kept: Vec<&[u8]> = cchist::input::framing::lines(&out, 1)
+        let kept: Vec<&[u8]> = cchist::io::framing::lines(&out, 1)
             .map(|l| l.body)
             .collect();
         for line in &invalid {

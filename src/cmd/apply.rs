@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use cchist::edit::OpsDoc;
 use cchist::error::ExitStatus;
+use cchist::stages::edit::OpsDoc;
 use clap::Args;
 
 use super::edit::WriteArgs;

@@ -6,18 +6,18 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use cchist::claude::walk::Input;
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
+use cchist::engine::runner::{self, Mode, RunOptions};
 use cchist::error::ExitStatus;
-use cchist::pipeline::{OnInvalid, Pipeline};
-use cchist::runner::{self, Mode, RunOptions};
 use cchist::stages::redact::{redact_text_file, Redact, Redactor};
 use cchist::stages::Finding;
-use cchist::walk::Input;
 use clap::Args;
 use serde_json::json;
 
 use super::redact::{build_options, tool_results, RuleArgs};
-use cchist::policy::Policy;
-use cchist::report::{self, FileFindings};
+use cchist::findings::policy::Policy;
+use cchist::findings::report::{self, FileFindings};
 
 /// `check --format`.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
-        let file = cchist::config::load(p)?;
+        let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
         eprintln!(
             "cchist: {}: valid pipeline ({} stages: {})",
@@ -80,7 +80,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     }
     let config = match &args.pipeline {
         Some(p) => {
-            let has_redact = cchist::config::load(p)?
+            let has_redact = cchist::engine::config::load(p)?
                 .pipeline
                 .stages
                 .iter()
@@ -99,7 +99,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     );
     let policy = match &args.policy {
         Some(spec) => {
-            let file = cchist::config::load_spec(spec)?;
+            let file = cchist::engine::config::load_spec(spec)?;
             let table = file.check.as_ref().ok_or_else(|| {
                 anyhow::anyhow!("{spec}: has no [check] table; see filters/ci-policy.toml for one")
             })?;
@@ -126,7 +126,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 let mut findings = r.findings.clone();
                 if let (Some(p), Input::File { path, .. }) = (&policy, &o.input) {
                     findings.retain(|f| p.denies_rule(&f.rule));
-                    match cchist::input::open(path) {
+                    match cchist::io::input::open(path) {
                         Ok(f) => findings.extend(p.evaluate(&f.data)),
                         Err(e) => errors.push((name.clone(), e.to_string())),
                     }
@@ -267,7 +267,7 @@ mod baseline {
     use std::path::Path;
 
     use anyhow::Context;
-    use cchist::report::FileFindings;
+    use cchist::findings::report::FileFindings;
     use cchist::stages::Finding;
 
     /// A finding's identity across runs: the keyed fingerprint of a secret (wherever it

@@ -3,10 +3,10 @@
 use std::io::Write;
 
 use anyhow::{bail, Context};
+use cchist::claude::walk::{self, Filters, Input};
+use cchist::engine::pipeline::{FileReport, Pipeline};
+use cchist::engine::runner::{self, Mode, Outcome, RunOptions};
 use cchist::error::ExitStatus;
-use cchist::pipeline::{FileReport, Pipeline};
-use cchist::runner::{self, Mode, Outcome, RunOptions};
-use cchist::walk::{self, Filters, Input};
 use serde_json::json;
 
 use crate::cli::IoArgs;
@@ -46,8 +46,9 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     let started = std::time::SystemTime::now();
     let mut paths = io.paths.clone();
     if let Some(id) = &io.session {
-        let projects = cchist::locate::projects_dir(&cchist::locate::config_root()?);
-        paths.push(cchist::locate::find_by_id(&projects, id)?.path);
+        let projects =
+            cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
+        paths.push(cchist::claude::layout::find_by_id(&projects, id)?.path);
     }
     if io.fork {
         return fork(&pipeline, &paths);
@@ -82,8 +83,8 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
 
 /// Remove the temp files killed runs left where this in-place run works, and say so.
 pub fn report_leftovers(leftovers: &[std::path::PathBuf], started: std::time::SystemTime) {
-    use cchist::output::Leftover;
-    for (p, what) in cchist::output::remove_leftovers(leftovers, started) {
+    use cchist::io::output::Leftover;
+    for (p, what) in cchist::io::output::remove_leftovers(leftovers, started) {
         match what {
             Leftover::Removed => eprintln!(
                 "cchist: removed {}: temp file of an interrupted run",
@@ -105,12 +106,13 @@ fn all(
     mode: Mode,
     started: std::time::SystemTime,
 ) -> anyhow::Result<ExitStatus> {
-    use cchist::locate;
-    let root = locate::config_root()?;
-    let projects = locate::projects_dir(&root);
+    use cchist::claude::layout;
+    let root = layout::config_root()?;
+    let projects = layout::projects_dir(&root);
     let mut walk = inputs(std::slice::from_ref(&projects), &io.include, &io.exclude)
         .with_context(|| format!("walking {}", projects.display()))?;
-    walk.inputs.extend(cchist::walk::text_companions(&projects));
+    walk.inputs
+        .extend(cchist::claude::walk::text_companions(&projects));
     let history = root.join("history.jsonl");
     if history.is_file() {
         walk.inputs.push(Input::File {
@@ -138,7 +140,7 @@ fn all(
             };
             let live = verdicts
                 .entry(session.path.clone())
-                .or_insert_with(|| locate::liveness(&session))
+                .or_insert_with(|| layout::liveness(&session))
                 .clone();
             match live {
                 Some(why) => {
@@ -172,7 +174,7 @@ fn all(
 fn owning_session(
     projects: &std::path::Path,
     path: &std::path::Path,
-) -> Option<cchist::locate::SessionFile> {
+) -> Option<cchist::claude::layout::SessionFile> {
     let rel = path.strip_prefix(projects).ok()?;
     let mut parts = rel
         .components()
@@ -182,11 +184,12 @@ fn owning_session(
     let id = first.strip_suffix(".jsonl").unwrap_or(&first).to_string();
     let project_dir = projects.join(&project);
     let file = project_dir.join(format!("{id}.jsonl"));
-    file.is_file().then_some(cchist::locate::SessionFile {
-        id,
-        path: file,
-        project_dir,
-    })
+    file.is_file()
+        .then_some(cchist::claude::layout::SessionFile {
+            id,
+            path: file,
+            project_dir,
+        })
 }
 
 /// Totals of a run (the `summary` of `--json`, the table of a bulk run).
@@ -268,7 +271,7 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
     if !path.is_file() {
         bail!("{}: --fork needs a session file", path.display());
     }
-    let s = cchist::locate::SessionFile {
+    let s = cchist::claude::layout::SessionFile {
         id: path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -279,12 +282,12 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| ".".into(), Into::into),
     };
-    let opts = cchist::mutate::MutateOptions {
+    let opts = cchist::claude::rewrite::MutateOptions {
         fork: true,
         ..Default::default()
     };
-    let (report, written) = cchist::mutate::mutate(&s, pipeline, opts)?;
-    if let cchist::mutate::Written::Forked { id, path: new } = written {
+    let (report, written) = cchist::claude::rewrite::mutate(&s, pipeline, opts)?;
+    if let cchist::claude::rewrite::Written::Forked { id, path: new } = written {
         eprintln!(
             "{}",
             describe(&s.path.display().to_string(), &report).replace("would change", "changed")

@@ -1,8 +1,8 @@
 //! `cchist drop-tool-noise [PATH…]`: drop bookkeeping records, cap tool output, replace images.
 
 use anyhow::anyhow;
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::ExitStatus;
-use cchist::pipeline::{OnInvalid, Pipeline};
 use cchist::stages::drop_tool_noise::{DropToolNoise, DropToolNoiseOptions, DEFAULT_CAP};
 use clap::Args;
 

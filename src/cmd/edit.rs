@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use cchist::edit::{EditReport, EditStage, Op};
+use cchist::claude::layout::SessionFile;
+use cchist::claude::rewrite::{self, MutateOptions, Written};
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::{ExitStatus, Result as LibResult};
-use cchist::locate::SessionFile;
-use cchist::mutate::{self, MutateOptions, Written};
-use cchist::pipeline::{OnInvalid, Pipeline};
-use cchist::session::Session;
+use cchist::stages::edit::{EditReport, EditStage, Op};
 use cchist::stages::{self, Cx, Scope, Stage};
+use cchist::transcript::session::Session;
 use clap::Args;
 
 /// How a mutating command writes.
@@ -66,7 +66,7 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
         OnInvalid::Keep,
         "history edit".into(),
     );
-    let (report, written) = mutate::mutate(session, &pipeline, w.options())?;
+    let (report, written) = rewrite::mutate(session, &pipeline, w.options())?;
     let er = edit.report();
     print_labels(&er);
     let name = session.path.display();

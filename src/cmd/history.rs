@@ -4,13 +4,13 @@ use std::io::Write;
 
 use anyhow::{bail, Context};
 use cchist::error::ExitStatus;
-use cchist::history;
-use cchist::input::{self, framing};
-use cchist::record::Record;
-use cchist::session::{Session, Turn};
+use cchist::io::{framing, input};
+use cchist::transcript::record::Record;
+use cchist::transcript::session::{Session, Turn};
+use cchist::transcript::turns;
 use clap::{Args, Subcommand};
 
-use cchist::edit::{NewMessage, Op, Role, TurnRef};
+use cchist::stages::edit::{NewMessage, Op, Role, TurnRef};
 
 use super::edit::{run_ops, WriteArgs};
 use super::target::SessionArgs;
@@ -201,7 +201,9 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
     }
 }
 
-fn load(target: &SessionArgs) -> anyhow::Result<(cchist::locate::SessionFile, input::InputFile)> {
+fn load(
+    target: &SessionArgs,
+) -> anyhow::Result<(cchist::claude::layout::SessionFile, input::InputFile)> {
     let s = target.resolve()?;
     let f = input::open(&s.path)?;
     Ok((s, f))
@@ -210,7 +212,7 @@ fn load(target: &SessionArgs) -> anyhow::Result<(cchist::locate::SessionFile, in
 fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     let (_, f) = load(&a.target)?;
     let mut session = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect());
-    let mut rows = history::rows(&mut session);
+    let mut rows = turns::rows(&mut session);
     if let Some(n) = a.recent {
         rows.drain(..rows.len().saturating_sub(n));
     }
@@ -268,7 +270,7 @@ fn show(a: ShowArgs) -> anyhow::Result<ExitStatus> {
         serde_json::to_writer_pretty(&mut out, &values)?;
         writeln!(out)?;
     } else {
-        out.write_all(history::render_turn(&mut session, &turn).as_bytes())?;
+        out.write_all(turns::render_turn(&mut session, &turn).as_bytes())?;
     }
     Ok(ExitStatus::Ok)
 }

@@ -4,18 +4,18 @@ use std::collections::BTreeSet;
 use std::io::Read;
 
 use anyhow::{bail, Context};
-use cchist::config;
+use cchist::claude::hook::{self, HookInput, HookPolicy, Scope, StopAction};
+use cchist::claude::layout::SessionFile;
+use cchist::claude::rewrite::{self, MutateOptions, Written};
+use cchist::claude::walk::Input;
+use cchist::engine::config;
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
+use cchist::engine::runner::{self, Mode};
 use cchist::error::ExitStatus;
-use cchist::hook::{self, HookInput, HookPolicy, Scope, StopAction};
-use cchist::input::{self, framing};
-use cchist::locate::SessionFile;
-use cchist::mutate::{self, MutateOptions, Written};
-use cchist::pipeline::{OnInvalid, Pipeline};
-use cchist::record::Record;
-use cchist::runner::{self, Mode};
-use cchist::session::Session;
+use cchist::io::{framing, input};
 use cchist::stages;
-use cchist::walk::Input;
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -149,7 +149,7 @@ fn session_start(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
     let Some(dir) = transcript.parent() else {
         return Ok(());
     };
-    let previous = cchist::locate::sessions_in(dir)?
+    let previous = cchist::claude::layout::sessions_in(dir)?
         .into_iter()
         .filter(|s| s.id != inp.session_id && s.path != transcript)
         .max_by_key(|s| std::fs::metadata(&s.path).and_then(|m| m.modified()).ok());
@@ -199,7 +199,7 @@ fn stop(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
                 path: transcript.to_path_buf(),
                 project_dir: transcript.parent().map(Into::into).unwrap_or_default(),
             };
-            let (_, written) = mutate::mutate(&s, &p, MutateOptions { fork: true, ..Default::default() })?;
+            let (_, written) = rewrite::mutate(&s, &p, MutateOptions { fork: true, ..Default::default() })?;
             match written {
                 Written::Forked { id, .. } => format!(
                     "cchist: this session has {turns} turns; a compressed copy (summary + last {} turns) is ready: claude --resume {id}",

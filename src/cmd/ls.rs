@@ -3,12 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use cchist::claude::layout::{self, SessionFile};
 use cchist::error::ExitStatus;
-use cchist::history;
-use cchist::input::{self, framing};
-use cchist::locate::{self, SessionFile};
-use cchist::record::Record;
-use cchist::session::Session;
+use cchist::io::{framing, input};
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
+use cchist::transcript::turns;
 use clap::Args;
 use serde::Serialize;
 
@@ -39,17 +39,17 @@ struct Row {
 }
 
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
-    let projects = locate::projects_dir(&locate::config_root()?);
-    let mut sessions = locate::list_sessions(&projects)?;
+    let projects = layout::projects_dir(&layout::config_root()?);
+    let mut sessions = layout::list_sessions(&projects)?;
     if let Some(p) = &args.project {
         let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
         let want = abs.to_string_lossy().into_owned();
-        let folder = locate::project_folder_name(&want);
+        let folder = layout::project_folder_name(&want);
         sessions.retain(|s| {
             s.project_dir
                 .file_name()
                 .is_some_and(|n| n == folder.as_str())
-                || locate::first_cwd(&s.path).as_deref() == Some(want.as_str())
+                || layout::first_cwd(&s.path).as_deref() == Some(want.as_str())
         });
     }
     let rows: Vec<Row> = sessions.iter().filter_map(|s| describe(s).ok()).collect();
@@ -96,22 +96,22 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
             session.records[t.prompt]
                 .value()
                 .ok()
-                .map(history::message_text)
+                .map(turns::message_text)
         })
-        .map(|t| history::shorten(&t, 60))
+        .map(|t| turns::shorten(&t, 60))
         .unwrap_or_default();
-    let modified = f.meta.modified().ok().map(cchist::clock::rfc3339);
+    let modified = f.meta.modified().ok().map(cchist::io::clock::rfc3339);
     Ok(Row {
         id: s.id.clone(),
         file: s.path.display().to_string(),
         project_dir: s.project_dir.display().to_string(),
-        project: locate::first_cwd(&s.path),
+        project: layout::first_cwd(&s.path),
         records: n,
         turns: turns.len(),
         bytes: f.meta.len(),
         first_prompt,
         modified,
-        live: locate::liveness(s),
+        live: layout::liveness(s),
     })
 }
 

@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
+use cchist::claude::walk::{self, Filters, Input};
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::ExitStatus;
-use cchist::pipeline::{OnInvalid, Pipeline};
 use cchist::stages::redact::{redact_text_file, Redact, RedactOptions, Redactor};
-use cchist::walk::{self, Filters, Input};
 use clap::Args;
 
 use crate::cli::IoArgs;
@@ -54,7 +54,7 @@ pub struct RedactArgs {
 /// The options of the first `redact` stage of a pipeline file.
 pub fn options_from_pipeline(path: &Path) -> anyhow::Result<RedactOptions> {
     // Validate the whole file first: errors name its line and key.
-    cchist::config::load(path)?;
+    cchist::engine::config::load(path)?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let doc: toml::Table = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
@@ -114,8 +114,9 @@ pub fn run(args: RedactArgs) -> anyhow::Result<ExitStatus> {
     if (io.in_place || io.dry_run) && !io.all && !io.fork {
         let mut paths = io.paths.clone();
         if let Some(id) = &io.session {
-            let projects = cchist::locate::projects_dir(&cchist::locate::config_root()?);
-            paths.push(cchist::locate::find_by_id(&projects, id)?.path);
+            let projects =
+                cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
+            paths.push(cchist::claude::layout::find_by_id(&projects, id)?.path);
         }
         let filters = Filters::new(&io.include, &io.exclude)?;
         let w = walk::expand(&paths, &filters)?;

@@ -1,7 +1,7 @@
 //! `cchist relink [PATH…]`: make every reference resolve; repair damaged files.
 
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::ExitStatus;
-use cchist::pipeline::{OnInvalid, Pipeline};
 use cchist::stages::relink::{Relink, RelinkOptions};
 use clap::Args;
 

@@ -1,6 +1,6 @@
 //! `cchist run --pipeline FILE [PATH…]`: run a pipeline file.
 
-use cchist::config;
+use cchist::engine::config;
 use cchist::error::ExitStatus;
 
 use crate::cli::RunArgs;

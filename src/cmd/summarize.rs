@@ -1,8 +1,8 @@
 //! `cchist summarize-range [PATH…]`: replace a range of turns with one summary turn.
 
 use anyhow::anyhow;
+use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::ExitStatus;
-use cchist::pipeline::{OnInvalid, Pipeline};
 use cchist::stages::summarize::{SummarizeOptions, SummarizeRange};
 use clap::{ArgGroup, Args};
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
-use cchist::locate::{self, SessionFile};
+use cchist::claude::layout::{self, SessionFile};
 use clap::Args;
 
 /// Which session a command works on.
@@ -51,13 +51,13 @@ impl SessionArgs {
                 project_dir,
             });
         }
-        let projects = locate::projects_dir(&locate::config_root()?);
+        let projects = layout::projects_dir(&layout::config_root()?);
         if let Some(id) = &self.session {
-            return Ok(locate::find_by_id(&projects, id)?);
+            return Ok(layout::find_by_id(&projects, id)?);
         }
         if let Some(dir) = &self.project {
             let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-            return Ok(locate::latest_for_project(&projects, &abs)?);
+            return Ok(layout::latest_for_project(&projects, &abs)?);
         }
         bail!("say which session: --session ID, --file PATH, or --project DIR --latest")
     }

@@ -17,7 +17,7 @@ pub struct UndoArgs {
 
 pub fn run(a: UndoArgs) -> anyhow::Result<ExitStatus> {
     let s = a.target.resolve()?;
-    let used = cchist::mutate::undo(&s, a.force)?;
+    let used = cchist::claude::rewrite::undo(&s, a.force)?;
     eprintln!("{}: restored from {}", s.path.display(), used.display());
     Ok(ExitStatus::Ok)
 }

@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
+use cchist::claude::walk::Input;
 use cchist::error::ExitStatus;
-use cchist::input;
-use cchist::walk::Input;
+use cchist::io::input;
 use serde_json::json;
 
 use crate::cli::{Format, ValidateArgs};
@@ -29,7 +29,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
                 continue;
             }
         };
-        let findings = cchist::validate::validate(&data);
+        let findings = cchist::findings::validate::validate(&data);
         if !findings.is_empty() && status == ExitStatus::Ok {
             status = ExitStatus::Findings;
         }

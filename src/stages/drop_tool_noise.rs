@@ -27,10 +27,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::record::{scan, Record};
-use crate::session::Session;
+use crate::json::scan;
 use crate::stages::relink::{object_mut, relink, stage_err};
 use crate::stages::{options, Cx, Scope, Stage, Verdict};
+use crate::transcript::record::Record;
+use crate::transcript::session::Session;
 
 const NAME: &str = "drop-tool-noise";
 
@@ -155,7 +156,7 @@ impl DropToolNoise {
     }
 
     /// True when a record of this header is dropped for its type alone.
-    fn drops_type(&self, h: &crate::record::Header) -> bool {
+    fn drops_type(&self, h: &crate::transcript::record::Header) -> bool {
         (self.opts.drop_progress && h.ty == "progress")
             || (!h.ty.is_empty() && self.types.is_match(&h.ty))
             || (h.ty == "attachment"
@@ -309,7 +310,7 @@ impl DropToolNoise {
         }
         // Every block naming a dropped call: its tool_use / server_tool_use, its tool_result,
         // and a server tool's own result block (web_search_tool_result, …).
-        let names_call = |b: &crate::record::Block| {
+        let names_call = |b: &crate::transcript::record::Block| {
             b.id.as_deref().is_some_and(|x| ids.contains(x))
                 || b.tool_use_id.as_deref().is_some_and(|x| ids.contains(x))
         };
@@ -416,7 +417,7 @@ impl DropToolNoise {
                 let parsed = if rec.is_changed() {
                     rec.value().cloned()
                 } else {
-                    crate::record::parse_value(rec.raw())
+                    crate::transcript::record::parse_value(rec.raw())
                 };
                 let mut v = parsed.map_err(|e| stage_err(cx, NAME, line, e))?;
                 let mut counts = Counts::default();
@@ -882,7 +883,7 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 mod tests {
     use super::*;
     use crate::error::Origin;
-    use crate::input::framing::lines;
+    use crate::io::framing::lines;
 
     fn run(opts: DropToolNoiseOptions, text: &str) -> String {
         let st = DropToolNoise::new(opts).unwrap();
@@ -940,7 +941,7 @@ mod tests {
         assert!(!out.contains("api-request"), "{out}");
         assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
         assert!(
-            crate::validate::validate(out.as_bytes()).is_empty(),
+            crate::findings::validate::validate(out.as_bytes()).is_empty(),
             "{out}"
         );
         let opts = DropToolNoiseOptions {

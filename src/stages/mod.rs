@@ -3,18 +3,19 @@
 //! A stage is built once from its options (validated before any data flows) and shared by every
 //! worker thread, so it takes `&self`; what it counts or finds for one file goes into [`Cx`].
 //! Record-scoped stages see one record at a time and let the pipeline stream; a session-scoped
-//! stage makes the pipeline buffer the whole file as a [`Session`](crate::session::Session).
+//! stage makes the pipeline buffer the whole file as a [`Session`](crate::transcript::session::Session).
 
 use std::collections::BTreeMap;
 
 pub mod drop_tool_noise;
+pub mod edit;
 pub mod redact;
 pub mod relink;
 pub mod summarize;
 
 use crate::error::{Origin, Result};
-use crate::record::Record;
-use crate::session::Session;
+use crate::transcript::record::Record;
+use crate::transcript::session::Session;
 
 /// Whether a stage needs one record or the whole session at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,9 +42,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::record::Record;
-use crate::session::{is_conversational, Session, REFERENCE_FIELDS};
 use crate::stages::{options, Cx, Scope, Stage};
+use crate::transcript::record::Record;
+use crate::transcript::session::{is_conversational, Session, REFERENCE_FIELDS};
 
 /// Result text of the synthetic `tool_result` for a call that never got one: the text Claude
 /// Code 2.1.x itself writes (`is_error: true`, also as `toolUseResult`, with
@@ -933,7 +933,7 @@ fn segment_path(
 mod tests {
     use super::*;
     use crate::error::Origin;
-    use crate::input::framing::lines;
+    use crate::io::framing::lines;
 
     fn run(text: &str, edit: impl FnOnce(&mut Session<'_>)) -> String {
         let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
@@ -972,7 +972,7 @@ mod tests {
         });
         assert!(out.contains(r#""leafUuid":"3""#), "{out}");
         assert!(
-            crate::validate::validate(out.as_bytes()).is_empty(),
+            crate::findings::validate::validate(out.as_bytes()).is_empty(),
             "{out}"
         );
     }
@@ -985,7 +985,7 @@ mod tests {
         assert!(!out.contains("tool_result"), "{out}");
         assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
         assert!(
-            crate::validate::validate(out.as_bytes()).is_empty(),
+            crate::findings::validate::validate(out.as_bytes()).is_empty(),
             "{out}"
         );
     }
@@ -1006,7 +1006,7 @@ mod tests {
         assert_eq!(syn["sourceToolAssistantUUID"], "2");
         assert_eq!(recs[3]["parentUuid"], syn["uuid"]);
         assert!(
-            crate::validate::validate(out.as_bytes()).is_empty(),
+            crate::findings::validate::validate(out.as_bytes()).is_empty(),
             "{out}"
         );
     }
@@ -1027,7 +1027,7 @@ mod tests {
         assert!(out.contains(r#""uuid":"2","parentUuid":"1""#), "{out}");
         assert!(out.contains(r#""uuid":"a","parentUuid":"2""#), "{out}");
         assert!(
-            crate::validate::validate(out.as_bytes()).is_empty(),
+            crate::findings::validate::validate(out.as_bytes()).is_empty(),
             "{out}"
         );
         assert_eq!(run(&out, |_| {}), out, "idempotent");

@@ -25,11 +25,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::history::{message_text, shorten};
-use crate::record::Record;
-use crate::session::{is_prompt, Session};
 use crate::stages::relink::{envelope, new_uuid, relink, stage_err};
 use crate::stages::{options, Cx, Scope, Stage};
+use crate::transcript::record::Record;
+use crate::transcript::session::{is_prompt, Session};
+use crate::transcript::turns::{message_text, shorten};
 
 const NAME: &str = "summarize-range";
 
@@ -209,7 +209,7 @@ impl Stage for SummarizeRange {
             .iter()
             .rev()
             .find_map(|&i| s.header(i).and_then(|h| h.timestamp.clone()))
-            .unwrap_or_else(crate::clock::now);
+            .unwrap_or_else(crate::io::clock::now);
         let line = s.records[prompt].line;
         let template = s.records[prompt]
             .value()
@@ -397,7 +397,7 @@ impl SummarizeRange {
 /// reverse).
 fn grow_over_tool_pairs(
     s: &Session<'_>,
-    turns: &[crate::session::Turn],
+    turns: &[crate::transcript::session::Turn],
     mut first: usize,
     mut last: usize,
 ) -> (usize, usize) {
@@ -578,7 +578,7 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
 mod tests {
     use super::*;
     use crate::error::Origin;
-    use crate::input::framing::lines;
+    use crate::io::framing::lines;
 
     fn session_text(turns: usize) -> String {
         let mut t = String::new();
@@ -614,7 +614,7 @@ mod tests {
         for r in &s.records {
             r.write_to(&mut out);
         }
-        assert!(crate::validate::validate(&out).is_empty());
+        assert!(crate::findings::validate::validate(&out).is_empty());
         Ok(String::from_utf8(out)
             .unwrap()
             .lines()

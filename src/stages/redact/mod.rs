@@ -45,8 +45,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::record::Record;
 use crate::stages::{Cx, Finding, Stage, Verdict};
+use crate::transcript::record::Record;
 use json::Seg;
 pub use redactor::{LineFinding, LineResult, Redactor};
 
@@ -307,7 +307,7 @@ pub fn redact_text_file(
     };
     if let (Some(new), false) = (new, dry_run) {
         use std::os::unix::fs::PermissionsExt;
-        let mut tmp = crate::output::AtomicFile::create(path)?;
+        let mut tmp = crate::io::output::AtomicFile::create(path)?;
         tmp.write_all(&new)?;
         tmp.commit(Some(meta.permissions().mode()), meta.modified().ok())?;
     }

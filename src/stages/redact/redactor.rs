@@ -9,7 +9,7 @@ use sha2::Sha256;
 use super::json::{self, esc, Frame, PathGlob, Seg, Tok};
 use super::scan::{self, Compiled, Engine, Found, Hit};
 use super::{checks, rules, RedactOptions, KEY_ENV};
-use crate::record::Record;
+use crate::transcript::record::Record;
 
 const DEFAULT_FINGERPRINT_KEY: &[u8] =
     b"cchist fingerprint v1 (set CCHIST_REDACT_KEY for an unguessable one)";

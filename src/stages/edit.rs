@@ -19,9 +19,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::record::Record;
-use crate::session::{Session, Turn};
 use crate::stages::{Cx, Scope, Stage};
+use crate::transcript::record::Record;
+use crate::transcript::session::{Session, Turn};
 
 /// Who speaks in a new record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -455,7 +455,7 @@ pub fn message(template: &Value, m: &NewMessage, uuid: &str, parent: Option<&str
         }
     }
     v.insert("uuid".into(), uuid.into());
-    v.insert("timestamp".into(), crate::clock::now().into());
+    v.insert("timestamp".into(), crate::io::clock::now().into());
     Value::Object(v)
 }
 

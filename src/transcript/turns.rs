@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::session::{Session, Turn};
+use crate::transcript::session::{Session, Turn};
 
 /// One row of `cchist history list` (the `--json` shape is part of the documented interface).
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -10,13 +10,13 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::claude::layout::{self, SessionFile};
+use crate::claude::walk::Input;
+use crate::engine::pipeline::{FileReport, Pipeline};
+use crate::engine::runner::{self, Mode};
 use crate::error::{Error, Origin, Result};
-use crate::input;
-use crate::locate::{self, SessionFile};
-use crate::output::{AtomicFile, Sink, SpanWriter};
-use crate::pipeline::{FileReport, Pipeline};
-use crate::runner::{self, Mode};
-use crate::walk::Input;
+use crate::io::input;
+use crate::io::output::{AtomicFile, Sink, SpanWriter};
 
 /// How to write an edit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub fn mutate(
 ) -> Result<(FileReport, Written)> {
     let origin = Origin::file(&s.path);
     if !opts.fork && !opts.dry_run && !opts.force {
-        if let Some(why) = locate::liveness(s) {
+        if let Some(why) = layout::liveness(s) {
             return Err(Error::Other(format!(
                 "{}: the session looks live ({why}); edit a copy with --fork (then `claude --resume <new id>`), or pass --force once it is idle",
                 s.path.display()
@@ -111,7 +111,7 @@ pub fn mutate(
 /// A backup suffix (`.cchist-bak.<stamp>`) whose name sorts after every earlier backup of
 /// the same file.
 fn backup_suffix(path: &Path) -> String {
-    let stamp = crate::clock::file_stamp(std::time::SystemTime::now());
+    let stamp = crate::io::clock::file_stamp(std::time::SystemTime::now());
     let newest = backups(path).pop();
     for n in 0u32.. {
         let suffix = if n == 0 {
@@ -170,7 +170,7 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
         )));
     };
     if !force {
-        if let Some(why) = locate::liveness(s) {
+        if let Some(why) = layout::liveness(s) {
             return Err(Error::Other(format!(
                 "{}: the session looks live ({why}); pass --force once it is idle",
                 s.path.display()
@@ -199,8 +199,8 @@ fn fork(s: &SessionFile, bytes: &[u8], pipeline: &Pipeline) -> Result<(String, P
 /// The session ids the records carry (normally one, equal to the file stem).
 fn session_ids(bytes: &[u8], stem: &str) -> Vec<String> {
     let mut ids = vec![stem.to_string()];
-    for l in input::framing::lines(bytes, 1) {
-        if let Some(h) = crate::record::Header::parse(l.body) {
+    for l in crate::io::framing::lines(bytes, 1) {
+        if let Some(h) = crate::transcript::record::Header::parse(l.body) {
             if let Some(sid) = h.session_id {
                 if !ids.contains(&sid) {
                     ids.push(sid);

@@ -34,7 +34,7 @@ pub fn projects_dir(root: &Path) -> PathBuf {
 /// builds, so callers fall back to matching the records' `cwd` when the folder is missing.
 ///
 /// ```
-/// assert_eq!(cchist::locate::project_folder_name("/Users/a/my.app"), "-Users-a-my-app");
+/// assert_eq!(cchist::claude::layout::project_folder_name("/Users/a/my.app"), "-Users-a-my-app");
 /// ```
 pub fn project_folder_name(cwd: &str) -> String {
     let mut s = String::with_capacity(cwd.len());
@@ -195,8 +195,8 @@ pub fn latest_for_project(projects: &Path, cwd: &Path) -> Result<SessionFile> {
 
 /// The first `cwd` recorded in a transcript (the project path).
 pub fn first_cwd(path: &Path) -> Option<String> {
-    let f = crate::input::open(path).ok()?;
-    for l in crate::input::framing::lines(&f.data, 1) {
+    let f = crate::io::input::open(path).ok()?;
+    for l in crate::io::framing::lines(&f.data, 1) {
         if memchr::memmem::find(l.body, b"\"cwd\"").is_none() {
             continue;
         }

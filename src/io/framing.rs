@@ -39,7 +39,7 @@ pub struct Line<'a> {
 /// Iterator over the lines of a buffer.
 ///
 /// ```
-/// use cchist::input::framing::{lines, Term};
+/// use cchist::io::framing::{lines, Term};
 /// let v: Vec<_> = lines(b"a\r\nb\nc", 1).map(|l| (l.body, l.term)).collect();
 /// assert_eq!(v, vec![(&b"a"[..], Term::CrLf), (&b"b"[..], Term::Lf), (&b"c"[..], Term::None)]);
 /// ```

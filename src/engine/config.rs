@@ -16,8 +16,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::engine::pipeline::{OnInvalid, Pipeline};
 use crate::error::{Error, Origin, Result};
-use crate::pipeline::{OnInvalid, Pipeline};
 use crate::stages;
 
 #[derive(Deserialize)]
@@ -51,12 +51,12 @@ pub struct PipelineFile {
 /// The pipelines shipped in `filters/`, built into the binary so hooks and bulk runs work
 /// wherever cchist is installed: `(name, text)`.
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("identity", include_str!("../filters/identity.toml")),
-    ("scrub", include_str!("../filters/scrub.toml")),
-    ("scrub", include_str!("../filters/scrub.toml")),
-    ("compact", include_str!("../filters/compact.toml")),
-    ("share", include_str!("../filters/share.toml")),
-    ("ci-policy", include_str!("../filters/ci-policy.toml")),
+    ("identity", include_str!("../../filters/identity.toml")),
+    ("scrub", include_str!("../../filters/scrub.toml")),
+    ("scrub", include_str!("../../filters/scrub.toml")),
+    ("compact", include_str!("../../filters/compact.toml")),
+    ("share", include_str!("../../filters/share.toml")),
+    ("ci-policy", include_str!("../../filters/ci-policy.toml")),
 ];
 
 /// Load a pipeline by path, or by the name of a shipped one (`scrub`, `share`, …) when no

@@ -6,8 +6,6 @@
 //! Standard input is never held whole unless a session-scoped stage needs the whole session:
 //! [`stream_chunks`] hands out batches of complete lines from one reusable buffer.
 
-pub mod framing;
-
 use std::fs::File;
 use std::io::Read;
 use std::ops::Deref;

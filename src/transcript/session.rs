@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::record::{Header, Record};
+use crate::transcript::record::{Header, Record};
 
 /// The hash map of the session indexes: keys are uuids and tool ids written by Claude Code
 /// (not attacker-chosen in any way that matters), so a fast non-cryptographic hash is right.
@@ -414,7 +414,7 @@ pub fn is_prompt(h: &Header) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::framing::lines;
+    use crate::io::framing::lines;
 
     fn session(text: &str) -> Session<'_> {
         Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect())

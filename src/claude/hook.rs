@@ -161,7 +161,7 @@ pub enum Scope {
 /// The settings file for `scope`.
 pub fn settings_path(scope: Scope) -> Result<PathBuf> {
     Ok(match scope {
-        Scope::User => crate::locate::config_root()?.join("settings.json"),
+        Scope::User => crate::claude::layout::config_root()?.join("settings.json"),
         Scope::Project => PathBuf::from(".claude").join("settings.json"),
     })
 }
@@ -289,7 +289,7 @@ pub fn write_settings(path: &Path, doc: &Value) -> Result<Option<PathBuf>> {
         let mut name = path.as_os_str().to_owned();
         name.push(format!(
             ".cchist-bak.{}",
-            crate::clock::file_stamp(std::time::SystemTime::now())
+            crate::io::clock::file_stamp(std::time::SystemTime::now())
         ));
         let b = PathBuf::from(name);
         std::fs::copy(path, &b).map_err(|e| Error::io(&Origin::file(&b), "backup", e))?;
@@ -298,7 +298,7 @@ pub fn write_settings(path: &Path, doc: &Value) -> Result<Option<PathBuf>> {
     let mut text = serde_json::to_string_pretty(doc).expect("a Value serializes");
     text.push('\n');
     let mut tmp =
-        crate::output::AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
+        crate::io::output::AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
     tmp.write_all(text.as_bytes())
         .map_err(|e| Error::io(&o, "write", e))?;
     tmp.commit(Some(mode), None)

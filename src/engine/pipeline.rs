@@ -7,11 +7,11 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Origin, Result};
-use crate::input::{self, framing};
-use crate::output::Sink;
-use crate::record::{check_json, Record};
-use crate::session::{FastMap, Session};
+use crate::io::output::Sink;
+use crate::io::{framing, input};
 use crate::stages::{Cx, Finding, Scope, Stage, StageStats, Verdict};
+use crate::transcript::record::{check_json, Record};
+use crate::transcript::session::{FastMap, Session};
 
 /// What to do with a line that is not valid JSON.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::record::Record;
+use crate::transcript::record::Record;
 
 /// Something records are written to.
 pub trait Sink {
@@ -271,7 +271,7 @@ pub fn is_temp_name(name: &str) -> bool {
 /// name, the id of the process that wrote it, and its counter. `None` for any other name.
 ///
 /// ```
-/// use cchist::output::parse_temp_name;
+/// use cchist::io::output::parse_temp_name;
 /// assert_eq!(parse_temp_name(".s.jsonl.cchist-tmp.42.7"), Some(("s.jsonl", 42, 7)));
 /// assert_eq!(parse_temp_name(".s.jsonl.cchist-tmp.42.7.bak"), None);
 /// assert_eq!(parse_temp_name("s.jsonl"), None);

@@ -14,9 +14,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::input::framing;
-use crate::record::Record;
+use crate::io::framing;
 use crate::stages::Finding;
+use crate::transcript::record::Record;
 
 /// The `[check]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -159,7 +159,7 @@ impl Policy {
             }
         }
         if c.require_valid {
-            out.extend(crate::validate::validate(data));
+            out.extend(crate::findings::validate::validate(data));
         }
         out.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
         out

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::claude::walk::Input;
+use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
-use crate::input;
-use crate::output::{AtomicFile, LazySink, Sink, SpanWriter};
-use crate::pipeline::{FileReport, Pipeline};
-use crate::walk::Input;
+use crate::io::input;
+use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter};
 
 /// Where output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,7 +244,7 @@ fn run_text_one(pipeline: &Pipeline, path: &Path, rel: &Path, mode: &Mode) -> Re
 pub struct NullSink;
 
 impl Sink for NullSink {
-    fn put(&mut self, _rec: &crate::record::Record<'_>) -> io::Result<()> {
+    fn put(&mut self, _rec: &crate::transcript::record::Record<'_>) -> io::Result<()> {
         Ok(())
     }
     fn put_span(&mut self, _bytes: &[u8]) -> io::Result<()> {

@@ -12,10 +12,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::input::framing::{Line, Term};
+use crate::json::scan;
+
+use crate::io::framing::{Line, Term};
 
 mod header;
-pub(crate) mod scan;
+
 pub use header::{Block, Header};
 
 /// One line of a transcript.
@@ -135,8 +137,8 @@ impl<'a> Record<'a> {
     /// the caller then edits the value.
     ///
     /// ```
-    /// use cchist::record::Record;
-    /// let line = cchist::input::framing::lines(br#"{"parentUuid":"a", "x":1}"#, 1).next().unwrap();
+    /// use cchist::transcript::record::Record;
+    /// let line = cchist::io::framing::lines(br#"{"parentUuid":"a", "x":1}"#, 1).next().unwrap();
     /// let mut r = Record::from_line(line);
     /// assert!(r.splice_top_field("parentUuid", "null"));
     /// assert_eq!(r.raw(), br#"{"parentUuid":null, "x":1}"#);
@@ -308,7 +310,7 @@ pub fn check_json(bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::framing::lines;
+    use crate::io::framing::lines;
 
     #[test]
     fn depth_ignores_brackets_in_strings() {

@@ -21,11 +21,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::input::framing::{self, Term};
-use crate::pipeline::describe_invalid;
-use crate::record::{check_json, Record};
-use crate::session::Session;
+use crate::engine::pipeline::describe_invalid;
+use crate::io::framing::{self, Term};
 use crate::stages::Finding;
+use crate::transcript::record::{check_json, Record};
+use crate::transcript::session::Session;
 
 /// Validate one transcript held in memory.
 pub fn validate(data: &[u8]) -> Vec<Finding> {

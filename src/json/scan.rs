@@ -1,6 +1,6 @@
 //! A validating JSON scanner over one line that allocates nothing.
 //!
-//! [`Header::parse`](super::Header::parse) walks a record with it: the few fields a structural
+//! [`Header::parse`](crate::transcript::record::Header::parse) walks a record with it: the few fields a structural
 //! stage needs are read in place, everything else (message text, tool output, base64) is
 //! skipped in one pass. Strings are skipped 32 bytes at a time with SSE2 compares, which is
 //! what makes a session-scoped pipeline run near memory speed; serde_json's `IgnoredAny`
@@ -15,6 +15,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotJson;
 
+/// What a scan step yields: the value, or [`NotJson`] where the bytes stop being JSON.
 pub type Scan<T> = Result<T, NotJson>;
 
 /// A JSON string as written: the bytes between the quotes, escapes undecoded.

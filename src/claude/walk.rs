@@ -43,7 +43,7 @@ pub struct Walk {
     /// Paths passed over, with the reason (links, unreadable folders).
     pub skipped: Vec<(PathBuf, String)>,
     /// cchist temp files met: every one in a walked folder, and those of a file argument in
-    /// its folder (see [`crate::output::remove_leftovers`]).
+    /// its folder (see [`crate::io::output::remove_leftovers`]).
     pub leftovers: Vec<PathBuf>,
 }
 
@@ -150,7 +150,7 @@ fn temp_files_of_args(paths: &[PathBuf], out: &mut Vec<PathBuf>) {
             let n = e.file_name();
             let is_ours = n
                 .to_str()
-                .and_then(crate::output::parse_temp_name)
+                .and_then(crate::io::output::parse_temp_name)
                 .is_some_and(|(target, _, _)| names.contains(&target));
             if is_ours && e.file_type().is_ok_and(|t| t.is_file()) {
                 out.push(dir.join(&n));
@@ -195,7 +195,7 @@ fn walk_dir(
             && entry
                 .file_name()
                 .to_str()
-                .and_then(crate::output::parse_temp_name)
+                .and_then(crate::io::output::parse_temp_name)
                 .is_some()
         {
             leftovers.push(path);
@@ -244,7 +244,7 @@ fn is_jsonl(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "jsonl")
         && !p
             .file_name()
-            .is_some_and(|n| crate::output::is_temp_name(&n.to_string_lossy()))
+            .is_some_and(|n| crate::io::output::is_temp_name(&n.to_string_lossy()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 ///
 /// ```
 /// let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_775_037_603_120);
-/// assert_eq!(cchist::clock::rfc3339(t), "2026-04-01T10:00:03.120Z");
+/// assert_eq!(cchist::io::clock::rfc3339(t), "2026-04-01T10:00:03.120Z");
 /// ```
 pub fn rfc3339(t: SystemTime) -> String {
     let ms = t

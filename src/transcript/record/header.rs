@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::scan::{Cursor, RawStr, Scan};
+use crate::json::scan::{Cursor, RawStr, Scan};
 
 /// Fields of a record that describe its place in the conversation.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -82,7 +82,7 @@ impl Header {
     /// Parse the header of a JSON line; `None` when the line is not a JSON object.
     ///
     /// ```
-    /// let h = cchist::record::Header::parse(br#"{"type":"user","uuid":"u1","parentUuid":null}"#).unwrap();
+    /// let h = cchist::transcript::record::Header::parse(br#"{"type":"user","uuid":"u1","parentUuid":null}"#).unwrap();
     /// assert_eq!(h.ty, "user");
     /// assert_eq!(h.uuid.as_deref(), Some("u1"));
     /// assert_eq!(h.parent_uuid, None);

@@ -1,0 +1,7 @@
+//! Bytes in and out, nothing about transcripts: input sources, line framing, writers with
+//! atomic in-place replacement, and the clock.
+
+pub mod clock;
+pub mod framing;
+pub mod input;
+pub mod output;
