@@ -39,7 +39,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     let args = cli::Cli::parse();
-    let status = match cmd::dispatch(args.command) {
+    let status = match cli::dispatch(args.command) {
         Ok(s) => s,
         Err(e) => {
             if is_broken_pipe(&e) {

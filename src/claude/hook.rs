@@ -114,38 +114,6 @@ impl HookPolicy {
     }
 }
 
-/// The `.jsonl` files a session consists of: the transcript and its sub-agent files.
-pub fn session_jsonl_files(transcript: &Path) -> Vec<PathBuf> {
-    let mut v = vec![transcript.to_path_buf()];
-    let sub = transcript.with_extension("").join("subagents");
-    if let Ok(rd) = std::fs::read_dir(&sub) {
-        let mut agents: Vec<PathBuf> = rd
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        agents.sort();
-        v.extend(agents);
-    }
-    v
-}
-
-/// The `tool-results/*.txt` files beside a session.
-pub fn session_text_files(transcript: &Path) -> Vec<PathBuf> {
-    let dir = transcript.with_extension("").join("tool-results");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    v.sort();
-    v
-}
-
 // ---------------------------------------------------------------------------------------------
 // settings.json
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Origin, Result};
+use crate::io::output::{is_temp_name, BACKUP_MARK};
 
 /// The Claude Code config root: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn config_root() -> Result<PathBuf> {
@@ -83,11 +84,160 @@ pub struct SessionFile {
     pub project_dir: PathBuf,
 }
 
+/// What part of a session a file is, which decides how a pipeline treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Part {
+    /// `<id>.jsonl`: the transcript Claude Code resumes.
+    Main,
+    /// `<id>/subagents/agent-*.jsonl`: a sub-agent's own transcript (a chain of its own).
+    Subagent,
+    /// A JSON document in the companion folder (`subagents/agent-*.meta.json`): its strings
+    /// are redacted like a record's, nothing else changes.
+    Document,
+    /// Any other companion file (`tool-results/*.txt`, and what a future Claude Code puts
+    /// there): plain text, redacted as text.
+    Text,
+    /// A cchist backup of the transcript or of a sub-agent (`*.cchist-bak.*`): a copy of the
+    /// session that undo may restore, so it is redacted with it and otherwise left as it was.
+    Backup,
+}
+
+impl Part {
+    /// True for the transcripts a full pipeline runs over (the others only get redacted).
+    pub fn is_transcript(self) -> bool {
+        matches!(self, Part::Main | Part::Subagent)
+    }
+}
+
+/// One file of a session.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Member {
+    /// Where it is.
+    pub path: PathBuf,
+    /// What it is.
+    pub part: Part,
+}
+
 impl SessionFile {
+    /// The session a transcript path names: id from the file stem, project from its folder.
+    pub fn from_path(path: &Path) -> SessionFile {
+        SessionFile {
+            id: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: path.to_path_buf(),
+            project_dir: path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| ".".into(), Into::into),
+        }
+    }
+
+    /// The main session a file under `projects` belongs to: `<p>/<id>.jsonl` itself, one of
+    /// its backups, or a file in its companion folder (`<p>/<id>/subagents/…`,
+    /// `<p>/<id>/tool-results/…`).
+    pub fn owning(projects: &Path, path: &Path) -> Option<SessionFile> {
+        let rel = path.strip_prefix(projects).ok()?;
+        let mut parts = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        let project = parts.next()?;
+        let first = parts.next()?;
+        let first = first.split(BACKUP_MARK).next().unwrap_or(&first);
+        let id = first.strip_suffix(".jsonl").unwrap_or(first).to_string();
+        let project_dir = projects.join(&project);
+        let file = project_dir.join(format!("{id}.jsonl"));
+        file.is_file().then_some(SessionFile {
+            id,
+            path: file,
+            project_dir,
+        })
+    }
+
     /// The session's companion folder (`subagents/`, `tool-results/`), which may not exist.
     pub fn companion_dir(&self) -> PathBuf {
         self.path.with_extension("")
     }
+
+    /// Every file that makes up this session, main transcript first, then the companion
+    /// folder's files and the backups, each sorted by path. This is the one answer to "which
+    /// files are this session" for every command that reads, transforms, copies, forks,
+    /// backs up or restores one. Links are never followed; a linked member is left out.
+    pub fn members(&self) -> Vec<Member> {
+        let mut v = vec![Member {
+            path: self.path.clone(),
+            part: Part::Main,
+        }];
+        v.extend(backups(&self.path).into_iter().map(|path| Member {
+            path,
+            part: Part::Backup,
+        }));
+        let mut companions = Vec::new();
+        collect_companions(&self.companion_dir(), &mut companions);
+        companions.sort();
+        for c in companions {
+            v.extend(backups(&c.path).into_iter().map(|path| Member {
+                path,
+                part: Part::Backup,
+            }));
+            v.push(c);
+        }
+        v
+    }
+}
+
+/// The regular files under a companion folder, classified; backups are listed by their
+/// transcript, and cchist's temp files are not members.
+fn collect_companions(dir: &Path, out: &mut Vec<Member>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let path = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if ft.is_dir() {
+            collect_companions(&path, out);
+            continue;
+        }
+        if !ft.is_file() || name.contains(BACKUP_MARK) || is_temp_name(&name) {
+            continue;
+        }
+        let in_subagents = dir.file_name().is_some_and(|n| n == "subagents");
+        let part = if name.ends_with(".jsonl") && in_subagents {
+            Part::Subagent
+        } else if name.ends_with(".json") {
+            Part::Document
+        } else {
+            Part::Text
+        };
+        out.push(Member { path, part });
+    }
+}
+
+/// cchist's backups of `path` (`<path>.cchist-bak.<stamp>`), oldest first.
+pub fn backups(path: &Path) -> Vec<PathBuf> {
+    let Some(dir) = path.parent() else {
+        return Vec::new();
+    };
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{name}{BACKUP_MARK}");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(&prefix) && !is_temp_name(&n)
+        })
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
 }
 
 /// Every main session under `projects`, sorted by project folder then id. Sub-agent files

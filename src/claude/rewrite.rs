@@ -10,13 +10,13 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::claude::layout::{self, SessionFile};
-use crate::claude::walk::Input;
+use crate::claude::layout::{self, backups, Part, SessionFile};
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::engine::runner::{self, Mode};
 use crate::error::{Error, Origin, Result};
 use crate::io::input;
-use crate::io::output::{AtomicFile, Sink, SpanWriter};
+use crate::io::input::Input;
+use crate::io::output::{AtomicFile, Sink, SpanWriter, BACKUP_MARK};
 
 /// How to write an edit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,9 +49,6 @@ pub enum Written {
         path: PathBuf,
     },
 }
-
-/// Marker in backup names: `<session>.jsonl.cchist-bak.<stamp>`.
-pub const BACKUP_MARK: &str = ".cchist-bak.";
 
 /// Run `pipeline` over the session and write the result as `opts` says.
 pub fn mutate(
@@ -141,26 +138,6 @@ fn copy_keeping_mode(from: &Path, to: &Path) -> Result<()> {
         .map_err(|e| Error::io(&o, "rename", e))
 }
 
-/// Backups of a session, oldest first.
-pub fn backups(path: &Path) -> Vec<PathBuf> {
-    let Some(dir) = path.parent() else {
-        return Vec::new();
-    };
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Vec::new();
-    };
-    let prefix = format!("{name}{BACKUP_MARK}");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Restore the newest backup of a session (atomically) and remove it; returns its path.
 pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     let Some(latest) = backups(&s.path).pop() else {
@@ -183,15 +160,43 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
 }
 
 /// Write `bytes` as a new session beside `s`: fresh id in the file name and in every record's
-/// `sessionId`, the companion folder (`subagents/`, `tool-results/`) copied along.
+/// `sessionId`, and every other member of the session ([`SessionFile::members`], backups
+/// aside) copied through the pipeline: sub-agent transcripts through all of it, JSON documents
+/// through the stages that apply to copies, text through the text stages — so a redacting
+/// pipeline never copies a secret into the fork.
 fn fork(s: &SessionFile, bytes: &[u8], pipeline: &Pipeline) -> Result<(String, PathBuf)> {
     let id = uuid::Uuid::new_v4().to_string();
     let old_ids = session_ids(bytes, &s.id);
     let path = s.project_dir.join(format!("{id}.jsonl"));
     write_new(&path, &rewrite_session_id(bytes, &old_ids, &id), &s.path)?;
     let comp = s.companion_dir();
-    if comp.is_dir() {
-        copy_tree(&comp, &s.project_dir.join(&id), &old_ids, &id, pipeline)?;
+    let new_comp = s.project_dir.join(&id);
+    for m in s.members() {
+        let Ok(rel) = m.path.strip_prefix(&comp) else {
+            continue; // the transcript itself and its backups
+        };
+        if m.part == Part::Backup {
+            continue;
+        }
+        let origin = Origin::file(&m.path);
+        let data = std::fs::read(&m.path).map_err(|e| Error::io(&origin, "read", e))?;
+        let data = match m.part {
+            Part::Subagent => {
+                let mut out = Vec::with_capacity(data.len());
+                let mut sink = SpanWriter::new(&mut out);
+                pipeline.run_buffer(&data, &origin, &mut sink)?;
+                drop(sink);
+                rewrite_session_id(&out, &old_ids, &id)
+            }
+            Part::Document => pipeline.run_copy(&data, &origin)?.0.unwrap_or(data),
+            _ => pipeline.run_text(&data, &origin)?.0.unwrap_or(data),
+        };
+        let dest = new_comp.join(rel);
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(&Origin::file(dir), "create directory", e))?;
+        }
+        write_new(&dest, &data, &m.path)?;
     }
     Ok((id, path))
 }
@@ -242,44 +247,4 @@ fn write_new(path: &Path, bytes: &[u8], like: &Path) -> Result<()> {
         .map_err(|e| Error::io(&o, "write", e))?;
     tmp.commit(Some(mode), None)
         .map_err(|e| Error::io(&o, "rename", e))
-}
-
-/// Copy a companion folder for a fork: sub-agent transcripts get the new session id, and
-/// text files (`tool-results/*.txt`) go through the pipeline's text transformation, so a
-/// redacting pipeline never copies a secret into the fork.
-fn copy_tree(
-    from: &Path,
-    to: &Path,
-    old_ids: &[String],
-    new: &str,
-    pipeline: &Pipeline,
-) -> Result<()> {
-    std::fs::create_dir_all(to).map_err(|e| Error::io(&Origin::file(to), "create directory", e))?;
-    let rd =
-        std::fs::read_dir(from).map_err(|e| Error::io(&Origin::file(from), "read directory", e))?;
-    for e in rd.flatten() {
-        let p = e.path();
-        let dest = to.join(e.file_name());
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_symlink() {
-            continue;
-        }
-        if ft.is_dir() {
-            copy_tree(&p, &dest, old_ids, new, pipeline)?;
-        } else if ft.is_file() {
-            let data = std::fs::read(&p).map_err(|e| Error::io(&Origin::file(&p), "read", e))?;
-            let data = if p.extension().is_some_and(|x| x == "jsonl") {
-                rewrite_session_id(&data, old_ids, new)
-            } else if p.extension().is_some_and(|x| x == "txt") {
-                match pipeline.run_text(&data, &Origin::file(&p))? {
-                    (Some(changed), _) => changed,
-                    (None, _) => data,
-                }
-            } else {
-                data
-            };
-            write_new(&dest, &data, &p)?;
-        }
-    }
-    Ok(())
 }

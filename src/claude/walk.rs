@@ -9,31 +9,9 @@ use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use crate::claude::layout::SessionFile;
 use crate::error::{Error, Origin, Result};
-
-/// One input to process.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Input {
-    /// Standard input.
-    Stdin,
-    /// A file, with the root it was found under (for `--out-dir` mirroring).
-    File {
-        /// The file.
-        path: PathBuf,
-        /// Path relative to the argument it came from (the file name for a file argument).
-        rel: PathBuf,
-    },
-}
-
-impl Input {
-    /// Where this input comes from, for messages.
-    pub fn origin(&self) -> Origin {
-        match self {
-            Input::Stdin => Origin::stdin(),
-            Input::File { path, .. } => Origin::file(path),
-        }
-    }
-}
+use crate::io::input::Input;
 
 /// The result of expanding path arguments.
 #[derive(Debug, Default)]
@@ -211,33 +189,43 @@ fn walk_dir(
     Ok(())
 }
 
-/// The `tool-results/*.txt` companion files under `root` (links not followed), sorted, with
-/// paths relative to `root`.
-pub fn text_companions(root: &Path) -> Vec<Input> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<Input>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
+/// Add every other file of each session named among `inputs` (its sub-agents, their metadata,
+/// `tool-results/`, cchist's backups: [`SessionFile::members`]) right after its transcript,
+/// each file once. A command that changes sessions in place, into a folder or as a dry run
+/// handles whole sessions this way, whichever argument named them; writing to stdout keeps to
+/// the files named.
+pub fn expand_sessions(inputs: Vec<Input>) -> Vec<Input> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(inputs.len());
+    for inp in inputs {
+        let Input::File { path, rel } = &inp else {
+            out.push(inp);
+            continue;
         };
-        for e in rd.flatten() {
-            let Ok(ft) = e.file_type() else { continue };
-            let p = e.path();
-            if ft.is_dir() {
-                walk(root, &p, out);
-            } else if ft.is_file()
-                && p.extension().is_some_and(|x| x == "txt")
-                && p.parent()
-                    .and_then(Path::file_name)
-                    .is_some_and(|n| n == "tool-results")
-            {
-                let rel = p.strip_prefix(root).unwrap_or(&p).to_path_buf();
-                out.push(Input::File { path: p, rel });
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        let is_main = path.extension().is_some_and(|x| x == "jsonl")
+            && !path
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "subagents");
+        let members = if is_main {
+            SessionFile::from_path(path).members()
+        } else {
+            Vec::new()
+        };
+        let base_rel = rel.parent().map(Path::to_path_buf).unwrap_or_default();
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        out.push(inp);
+        for m in members.into_iter().skip(1) {
+            if seen.insert(m.path.clone()) {
+                let rel = base_rel.join(m.path.strip_prefix(&base).unwrap_or(&m.path));
+                out.push(Input::File { path: m.path, rel });
             }
         }
     }
-    let mut v = Vec::new();
-    walk(root, root, &mut v);
-    v.sort();
-    v
+    out
 }
 
 fn is_jsonl(p: &Path) -> bool {

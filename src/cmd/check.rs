@@ -6,16 +6,15 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use cchist::claude::walk::Input;
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::engine::runner::{self, Mode, RunOptions};
+use cchist::engine::runner::{self, Mode, RunOptions, Treatment};
 use cchist::error::ExitStatus;
-use cchist::stages::redact::{redact_text_file, Redact, Redactor};
-use cchist::stages::Finding;
+use cchist::io::input::Input;
+use cchist::stages::redact::{Redact, Redactor};
 use clap::Args;
 use serde_json::json;
 
-use super::redact::{build_options, tool_results, RuleArgs};
+use super::redact::{build_options, RuleArgs};
 use cchist::findings::policy::Policy;
 use cchist::findings::report::{self, FileFindings};
 
@@ -107,7 +106,10 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         }
         None => None,
     };
-    let walk = super::common::inputs(&args.paths, &args.include, &args.exclude)?;
+    let mut walk = super::plan::inputs(&args.paths, &args.include, &args.exclude)?;
+    // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
+    // cchist's own backups are checked with it.
+    walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
     let opts = RunOptions {
         mode: Mode::DryRun,
         jobs: args.jobs,
@@ -126,9 +128,13 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 let mut findings = r.findings.clone();
                 if let (Some(p), Input::File { path, .. }) = (&policy, &o.input) {
                     findings.retain(|f| p.denies_rule(&f.rule));
-                    match cchist::io::input::open(path) {
-                        Ok(f) => findings.extend(p.evaluate(&f.data)),
-                        Err(e) => errors.push((name.clone(), e.to_string())),
+                    // Structural policies concern transcripts; a session's other files
+                    // (text, metadata, backups) are scanned for secrets only.
+                    if Treatment::of_path(path) == Treatment::Records {
+                        match cchist::io::input::open(path) {
+                            Ok(f) => findings.extend(p.evaluate(&f.data)),
+                            Err(e) => errors.push((name.clone(), e.to_string())),
+                        }
                     }
                     findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
                 }
@@ -138,37 +144,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 });
             }
             Err(e) => errors.push((name, e.to_string())),
-        }
-        // The whole tool outputs kept beside a session.
-        if let Input::File { path, .. } = &o.input {
-            for txt in tool_results(path) {
-                let name = txt.display().to_string();
-                match redact_text_file(&redactor, &txt, true) {
-                    Ok(r) => {
-                        scanned += 1;
-                        let findings: Vec<Finding> = r
-                            .findings
-                            .iter()
-                            .filter(|(rule, _, _)| {
-                                policy.as_ref().map_or(true, |p| p.denies_rule(rule))
-                            })
-                            .map(|(rule, line, fp)| Finding {
-                                rule: rule.clone(),
-                                line: *line,
-                                uuid: None,
-                                path: None,
-                                fingerprint: Some(fp.clone()),
-                                message: describe_rule(rule),
-                            })
-                            .collect();
-                        files.push(FileFindings {
-                            file: name,
-                            findings,
-                        });
-                    }
-                    Err(e) => errors.push((name, e.to_string())),
-                }
-            }
         }
     }
     for (name, e) in &errors {
@@ -268,11 +243,10 @@ mod baseline {
 
     use anyhow::Context;
     use cchist::findings::report::FileFindings;
-    use cchist::stages::Finding;
 
     /// A finding's identity across runs: the keyed fingerprint of a secret (wherever it
     /// appears), else rule + file + record (uuid or line).
-    pub fn key(file: &str, f: &Finding) -> String {
+    pub fn key(file: &str, f: &cchist::stages::Finding) -> String {
         match &f.fingerprint {
             Some(fp) => format!("{}:{fp}", f.rule),
             None => format!(

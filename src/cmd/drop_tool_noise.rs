@@ -6,7 +6,7 @@ use cchist::error::ExitStatus;
 use cchist::stages::drop_tool_noise::{DropToolNoise, DropToolNoiseOptions, DEFAULT_CAP};
 use clap::Args;
 
-use crate::cli::IoArgs;
+use super::args::IoArgs;
 
 /// `cchist drop-tool-noise` arguments.
 #[derive(Args, Debug)]
@@ -65,5 +65,5 @@ pub fn run(args: DropToolNoiseArgs) -> anyhow::Result<ExitStatus> {
         OnInvalid::Keep,
         "drop-tool-noise".into(),
     );
-    super::common::execute(pipeline, &args.io)
+    super::plan::execute(pipeline, &args.io)
 }

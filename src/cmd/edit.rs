@@ -75,7 +75,7 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
             eprintln!(
                 "{name}: would remove turns {:?}; {}",
                 er.removed_turns,
-                super::common::describe("records", &report)
+                super::print::describe("records", &report)
             );
         }
         Written::Unchanged => eprintln!("{name}: nothing to change"),

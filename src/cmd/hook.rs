@@ -7,11 +7,11 @@ use anyhow::{bail, Context};
 use cchist::claude::hook::{self, HookInput, HookPolicy, Scope, StopAction};
 use cchist::claude::layout::SessionFile;
 use cchist::claude::rewrite::{self, MutateOptions, Written};
-use cchist::claude::walk::Input;
 use cchist::engine::config;
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::engine::runner::{self, Mode};
 use cchist::error::ExitStatus;
+use cchist::io::input::Input;
 use cchist::io::{framing, input};
 use cchist::stages;
 use cchist::transcript::record::Record;
@@ -109,10 +109,8 @@ fn session_end(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
         touch: false,
     };
     let mut failures = Vec::new();
-    let files = hook::session_jsonl_files(transcript)
-        .into_iter()
-        .chain(hook::session_text_files(transcript));
-    for path in files {
+    for m in SessionFile::from_path(transcript).members() {
+        let path = m.path;
         let rel = path.file_name().map(Into::into).unwrap_or_default();
         if let Err(e) = runner::run_one(&file.pipeline, &Input::File { path, rel }, &mode) {
             failures.push(e.to_string());

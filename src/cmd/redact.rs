@@ -4,13 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use cchist::claude::walk::{self, Filters, Input};
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::error::ExitStatus;
-use cchist::stages::redact::{redact_text_file, Redact, RedactOptions, Redactor};
+use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use clap::Args;
 
-use crate::cli::IoArgs;
+use super::args::IoArgs;
 
 /// Rule selection and keys, shared by `redact` and `check`.
 #[derive(Args, Debug, Clone, Default)]
@@ -100,67 +99,12 @@ pub fn build_options(
 
 pub fn run(args: RedactArgs) -> anyhow::Result<ExitStatus> {
     if args.list_rules {
-        return super::rules::print(false, false, crate::cli::Format::Text);
+        return super::rules::print(false, false, super::args::Format::Text);
     }
     let opts = build_options(args.config.as_deref(), &args.rules, args.pseudonymize)?;
     let redactor =
         std::sync::Arc::new(Redactor::new(&opts).map_err(|e| anyhow::anyhow!("redact: {e}"))?);
     let stage = Redact::new(redactor.clone(), false);
     let pipeline = Pipeline::new(vec![Box::new(stage)], OnInvalid::Keep, "redact".into());
-    let mut status = super::common::execute(pipeline, &args.io)?;
-    // `tool-results/*.txt` beside a session hold whole tool outputs: redact them too (with
-    // --all, the bulk run already includes them).
-    let io = &args.io;
-    if (io.in_place || io.dry_run) && !io.all && !io.fork {
-        let mut paths = io.paths.clone();
-        if let Some(id) = &io.session {
-            let projects =
-                cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
-            paths.push(cchist::claude::layout::find_by_id(&projects, id)?.path);
-        }
-        let filters = Filters::new(&io.include, &io.exclude)?;
-        let w = walk::expand(&paths, &filters)?;
-        for inp in &w.inputs {
-            let Input::File { path, .. } = inp else {
-                continue;
-            };
-            for txt in tool_results(path) {
-                match redact_text_file(&redactor, &txt, io.dry_run) {
-                    Ok(r) if r.changed => eprintln!(
-                        "cchist: {}: {} {} secret(s)",
-                        txt.display(),
-                        if io.dry_run {
-                            "would redact"
-                        } else {
-                            "redacted"
-                        },
-                        r.findings.len()
-                    ),
-                    Ok(_) => {}
-                    Err(e) => {
-                        eprintln!("cchist: error: {}: {e}", txt.display());
-                        status = ExitStatus::Error;
-                    }
-                }
-            }
-        }
-    }
-    Ok(status)
-}
-
-/// The `<stem>/tool-results/*.txt` files beside a session `<stem>.jsonl`, sorted.
-pub fn tool_results(session: &Path) -> Vec<PathBuf> {
-    if !session.extension().is_some_and(|e| e == "jsonl") {
-        return Vec::new();
-    }
-    let dir = session.with_extension("").join("tool-results");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt") && p.is_file())
-        .collect();
-    v.sort();
-    v
+    super::plan::execute(pipeline, &args.io)
 }

@@ -5,7 +5,7 @@ use cchist::error::ExitStatus;
 use cchist::stages::relink::{Relink, RelinkOptions};
 use clap::Args;
 
-use crate::cli::IoArgs;
+use super::args::IoArgs;
 
 /// `cchist relink` arguments.
 #[derive(Args, Debug)]
@@ -24,5 +24,5 @@ pub fn run(args: RelinkArgs) -> anyhow::Result<ExitStatus> {
         tool_pairs: !args.no_tool_pairs,
     });
     let pipeline = Pipeline::new(vec![Box::new(stage)], OnInvalid::Keep, "relink".into());
-    super::common::execute(pipeline, &args.io)
+    super::plan::execute(pipeline, &args.io)
 }

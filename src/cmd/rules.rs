@@ -7,7 +7,7 @@ use cchist::stages::redact::{rules::RULES, RedactOptions, Redactor};
 use clap::Args;
 use serde_json::json;
 
-use crate::cli::Format;
+use super::args::Format;
 
 /// `cchist rules`.
 #[derive(Args, Debug)]

@@ -3,9 +3,22 @@
 use cchist::engine::config;
 use cchist::error::ExitStatus;
 
-use crate::cli::RunArgs;
+use clap::Args;
+
+use super::args::IoArgs;
+
+/// `cchist run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The pipeline file (TOML), or the name of a shipped one (identity, scrub, share, …).
+    #[arg(short, long, value_name = "FILE|NAME")]
+    pub pipeline: String,
+    /// Input and output.
+    #[command(flatten)]
+    pub io: IoArgs,
+}
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitStatus> {
     let file = config::load_spec(&args.pipeline)?;
-    super::common::execute(file.pipeline, &args.io)
+    super::plan::execute(file.pipeline, &args.io)
 }

@@ -6,7 +6,7 @@ use cchist::error::ExitStatus;
 use cchist::stages::summarize::{SummarizeOptions, SummarizeRange};
 use clap::{ArgGroup, Args};
 
-use crate::cli::IoArgs;
+use super::args::IoArgs;
 
 /// `cchist summarize-range` arguments.
 #[derive(Args, Debug)]
@@ -60,5 +60,5 @@ pub fn run(args: SummarizeArgs) -> anyhow::Result<ExitStatus> {
         OnInvalid::Keep,
         "summarize-range".into(),
     );
-    super::common::execute(pipeline, &args.io)
+    super::plan::execute(pipeline, &args.io)
 }

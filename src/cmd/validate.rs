@@ -2,15 +2,35 @@
 
 use std::io::Write;
 
-use cchist::claude::walk::Input;
 use cchist::error::ExitStatus;
 use cchist::io::input;
+use cchist::io::input::Input;
 use serde_json::json;
 
-use crate::cli::{Format, ValidateArgs};
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::args::Format;
+
+/// `cchist validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Transcript files or folders. None, or `-`, reads stdin.
+    pub paths: Vec<PathBuf>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Only walk files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+}
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
-    let walk = super::common::inputs(&args.paths, &args.include, &args.exclude)?;
+    let walk = super::plan::inputs(&args.paths, &args.include, &args.exclude)?;
     let mut status = ExitStatus::Ok;
     let mut files = Vec::new();
     let mut out = std::io::stdout().lock();

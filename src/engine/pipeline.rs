@@ -163,6 +163,67 @@ impl Pipeline {
         Ok((current, report))
     }
 
+    /// Run the stages that apply to copies ([`Stage::applies_to_copies`]: redaction) over a
+    /// copy of a session — a backup, a JSON document beside it — and nothing else: every JSON
+    /// line through their record transformation, any other line through their text one.
+    /// Returns the new bytes when something changed.
+    pub fn run_copy(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
+        let mut report = self.new_report();
+        report.bytes_in = data.len() as u64;
+        let mut cx = Cx::new(origin.clone());
+        let mut out = Vec::new();
+        let mut changed = false;
+        let copy_stages: Vec<(usize, &dyn Stage)> = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.applies_to_copies())
+            .map(|(i, s)| (i, s.as_ref()))
+            .collect();
+        let mut sink = crate::io::output::SpanWriter::new(&mut out);
+        for l in framing::lines(data, 1) {
+            let term = l.term;
+            let mut rec = Record::from_line(l);
+            report.records += 1;
+            let mut text: Option<Vec<u8>> = None;
+            let is_json = check_json(rec.raw()).is_ok();
+            for &(i, stage) in &copy_stages {
+                if is_json {
+                    let before = rec.edits();
+                    stage.record(&mut rec, &mut cx)?;
+                    if rec.edits() != before {
+                        report.stages[i].1.changed += 1;
+                    }
+                } else {
+                    let cur = text.as_deref().unwrap_or(rec.raw());
+                    if let Some(new) = stage.text(cur, &mut cx)? {
+                        if new != cur {
+                            report.stages[i].1.changed += 1;
+                            text = Some(new);
+                        }
+                    }
+                }
+            }
+            let io = |e| Error::io(origin, "write", e);
+            if let Some(t) = text {
+                changed = true;
+                sink.put_span(&t).map_err(io)?;
+                sink.put_span(term.bytes()).map_err(io)?;
+            } else {
+                changed |= rec.is_changed();
+                sink.put(&rec).map_err(io)?;
+            }
+        }
+        sink.finish().map_err(|e| Error::io(origin, "write", e))?;
+        drop(sink);
+        report.changed = changed;
+        report.records_out = report.records;
+        report.bytes_out = if changed { out.len() } else { data.len() } as u64;
+        report.findings = cx.findings;
+        report.counters = cx.counters;
+        Ok((changed.then_some(out), report))
+    }
+
     /// Run over standard input: as [`Pipeline::run_stream`], except that when the whole input
     /// is needed and stdin is a regular file (`cchist relink < session.jsonl`), it is mapped
     /// rather than read.

@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::claude::walk::Input;
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
-use crate::io::input;
-use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter};
+use crate::io::input::{self, Input};
+use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter, BACKUP_MARK};
 
 /// Where output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,12 +113,48 @@ pub fn run_one_to(pipeline: &Pipeline, inp: &Input, w: &mut dyn Write) -> Result
     Ok(report)
 }
 
+/// How a file is run, judged by its name: a session's files other than its transcripts
+/// (`claude::layout::Part`) are not records to transform. Text is redacted as text; backups and
+/// JSON documents get only the stages that apply to copies ([`Pipeline::run_copy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Treatment {
+    /// A transcript (`*.jsonl`): every stage.
+    Records,
+    /// Plain text (`tool-results/*.txt` and other companion files): the text transformation.
+    Text,
+    /// A copy of a session (`*.cchist-bak.*`) or a JSON document (`*.meta.json`).
+    Copy,
+}
+
+impl Treatment {
+    /// The treatment of the file at `path`.
+    pub fn of_path(path: &Path) -> Treatment {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        if name.contains(BACKUP_MARK) || name.ends_with(".json") {
+            Treatment::Copy
+        } else if name.ends_with(".jsonl") {
+            Treatment::Records
+        } else {
+            Treatment::Text
+        }
+    }
+}
+
 /// Run `pipeline` on one input in a file-writing mode.
 pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileReport> {
     let origin = inp.origin();
     if let Input::File { path, rel } = inp {
-        if path.extension().is_some_and(|e| e == "txt") {
-            return run_text_one(pipeline, path, rel, mode);
+        match Treatment::of_path(path) {
+            Treatment::Records => {}
+            Treatment::Text => {
+                return run_whole_file(pipeline, path, rel, mode, Pipeline::run_text)
+            }
+            Treatment::Copy => {
+                return run_whole_file(pipeline, path, rel, mode, Pipeline::run_copy)
+            }
         }
     }
     let Input::File { path, rel } = inp else {
@@ -193,10 +228,20 @@ fn create_private_parent(dest: &Path) -> Result<()> {
 
 /// A plain-text companion file (`tool-results/*.txt`): only the stages' text transformation
 /// applies (redaction); written as the mode says, atomically, mode and mtime kept.
-fn run_text_one(pipeline: &Pipeline, path: &Path, rel: &Path, mode: &Mode) -> Result<FileReport> {
+/// The result of a whole-file transformation: the new bytes when something changed.
+type WholeFile = Result<(Option<Vec<u8>>, FileReport)>;
+
+/// Run a whole-file transformation (text, or a copy of a session) and write as `mode` says.
+fn run_whole_file(
+    pipeline: &Pipeline,
+    path: &Path,
+    rel: &Path,
+    mode: &Mode,
+    transform: fn(&Pipeline, &[u8], &Origin) -> WholeFile,
+) -> Result<FileReport> {
     let origin = Origin::file(path);
     let f = input::open(path)?;
-    let (new, report) = pipeline.run_text(&f.data, &origin)?;
+    let (new, report) = transform(pipeline, &f.data, &origin)?;
     let bytes: &[u8] = new.as_deref().unwrap_or(&f.data);
     let write_atomic = |dest: &Path, mtime: Option<std::time::SystemTime>| -> Result<()> {
         let o = Origin::file(dest);

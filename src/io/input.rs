@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::ops::Deref;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Origin, Result};
 
@@ -195,6 +195,30 @@ pub fn stream_chunks(
                 buf.truncate(2 * CHUNK);
                 buf.shrink_to_fit();
             }
+        }
+    }
+}
+
+/// One input to process.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Input {
+    /// Standard input.
+    Stdin,
+    /// A file, with the root it was found under (for `--out-dir` mirroring).
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Path relative to the argument it came from (the file name for a file argument).
+        rel: PathBuf,
+    },
+}
+
+impl Input {
+    /// Where this input comes from, for messages.
+    pub fn origin(&self) -> Origin {
+        match self {
+            Input::Stdin => Origin::stdin(),
+            Input::File { path, .. } => Origin::file(path),
         }
     }
 }

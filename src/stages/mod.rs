@@ -123,6 +123,13 @@ pub trait Stage: Send + Sync {
         Ok(Verdict::Keep)
     }
 
+    /// True for a stage whose job is removing secrets: it also runs over the copies of a
+    /// session that no other stage may change (backups, sub-agent metadata documents), since
+    /// whatever cchist keeps of a session must be as clean as the session.
+    fn applies_to_copies(&self) -> bool {
+        false
+    }
+
     /// Transform a plain-text companion file (`tool-results/*.txt`, where Claude Code keeps a
     /// tool output too big to inline). `None` keeps it as it is, which is what stages that
     /// only understand records do.

@@ -166,6 +166,10 @@ impl Stage for Redact {
         "redact"
     }
 
+    fn applies_to_copies(&self) -> bool {
+        true
+    }
+
     fn record(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<Verdict> {
         let res = self.redactor.redact_line(rec.raw());
         if res.findings.is_empty() || self.redactor.allows_record(rec) {

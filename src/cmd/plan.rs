@@ -1,0 +1,185 @@
+//! Arguments resolved into work: which inputs (whole sessions where files are changed), which
+//! mode, which live sessions to leave alone, or a fork; then the run and its report.
+
+use anyhow::{bail, Context};
+use cchist::claude::layout::{self, SessionFile};
+use cchist::claude::walk::{self, Filters};
+use cchist::engine::pipeline::Pipeline;
+use cchist::engine::runner::{self, Mode, RunOptions};
+use cchist::error::ExitStatus;
+use cchist::io::input::Input;
+
+use super::args::IoArgs;
+use super::print::{describe, report, summary_table, totals};
+
+/// Expand the path arguments, or fail with a message that says what to do.
+pub fn inputs(
+    paths: &[std::path::PathBuf],
+    include: &[String],
+    exclude: &[String],
+) -> anyhow::Result<walk::Walk> {
+    let filters = Filters::new(include, exclude)?;
+    let w = walk::expand(paths, &filters)?;
+    for (p, why) in &w.skipped {
+        eprintln!("cchist: skipped {}: {why}", p.display());
+    }
+    Ok(w)
+}
+
+/// Run `pipeline` as the I/O arguments say and report; the exit status reflects failures.
+pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus> {
+    let started = std::time::SystemTime::now();
+    let mut paths = io.paths.clone();
+    if let Some(id) = &io.session {
+        let projects = layout::projects_dir(&layout::config_root()?);
+        paths.push(layout::find_by_id(&projects, id)?.path);
+    }
+    if io.fork {
+        return fork(&pipeline, &paths);
+    }
+    let mode = io.mode();
+    if io.all {
+        return all(pipeline, io, mode, started);
+    }
+    if io.json && mode == Mode::Stdout {
+        bail!("--json prints a report on stdout, where the transcript goes without --in-place, --out-dir or --dry-run; add one of those");
+    }
+    let mut walk = inputs(&paths, &io.include, &io.exclude)?;
+    if mode != Mode::Stdout {
+        // Changing a session changes all of it: sub-agents, metadata, tool-results, backups.
+        walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    }
+    if matches!(mode, Mode::InPlace { .. }) {
+        report_leftovers(&walk.leftovers, started);
+    }
+    if walk.inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
+        bail!("`-` (stdin) given more than once");
+    }
+    if mode != Mode::Stdout && mode != Mode::DryRun && walk.inputs.contains(&Input::Stdin) {
+        bail!("stdin cannot be written in place or into --out-dir; pass file paths, or drop those flags to write to stdout");
+    }
+    if mode == Mode::DryRun {
+        pipeline.count_invalid = true;
+    }
+    let opts = RunOptions {
+        mode: mode.clone(),
+        jobs: io.jobs,
+    };
+    let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    report(&outcomes, &mode, io.json, &[])
+}
+
+/// Remove the temp files killed runs left where this in-place run works, and say so.
+pub fn report_leftovers(leftovers: &[std::path::PathBuf], started: std::time::SystemTime) {
+    use cchist::io::output::Leftover;
+    for (p, what) in cchist::io::output::remove_leftovers(leftovers, started) {
+        match what {
+            Leftover::Removed => eprintln!(
+                "cchist: removed {}: temp file of an interrupted run",
+                p.display()
+            ),
+            Leftover::Kept(why) => eprintln!("cchist: left {}: {why}", p.display()),
+            Leftover::Failed(e) => eprintln!(
+                "cchist: could not remove {} (temp file of an interrupted run): {e}",
+                p.display()
+            ),
+        }
+    }
+}
+
+/// `--all`: every session (all its files) and history.jsonl under the config root.
+fn all(
+    mut pipeline: Pipeline,
+    io: &IoArgs,
+    mode: Mode,
+    started: std::time::SystemTime,
+) -> anyhow::Result<ExitStatus> {
+    let root = layout::config_root()?;
+    let projects = layout::projects_dir(&root);
+    let mut walk = inputs(std::slice::from_ref(&projects), &io.include, &io.exclude)
+        .with_context(|| format!("walking {}", projects.display()))?;
+    walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    let history = root.join("history.jsonl");
+    if history.is_file() {
+        walk.inputs.push(Input::File {
+            path: history,
+            rel: "history.jsonl".into(),
+        });
+    }
+    if matches!(mode, Mode::InPlace { .. }) {
+        report_leftovers(&walk.leftovers, started);
+    }
+    if mode == Mode::DryRun {
+        pipeline.count_invalid = true;
+    }
+    // Live sessions: Claude Code is appending to them; leave them (and their companions) alone.
+    let mut skipped = Vec::new();
+    if matches!(mode, Mode::InPlace { .. }) && !io.force {
+        let mut verdicts: std::collections::HashMap<std::path::PathBuf, Option<String>> =
+            Default::default();
+        walk.inputs.retain(|inp| {
+            let Input::File { path, .. } = inp else {
+                return true;
+            };
+            let Some(session) = SessionFile::owning(&projects, path) else {
+                return true;
+            };
+            let live = verdicts
+                .entry(session.path.clone())
+                .or_insert_with(|| layout::liveness(&session))
+                .clone();
+            match live {
+                Some(why) => {
+                    skipped.push((path.clone(), why));
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+    for (p, why) in &skipped {
+        eprintln!(
+            "cchist: skipped {} (live session: {why}; --force to process it anyway)",
+            p.display()
+        );
+    }
+    let opts = RunOptions {
+        mode: mode.clone(),
+        jobs: io.jobs,
+    };
+    let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    let status = report(&outcomes, &mode, io.json, &skipped)?;
+    if !io.json {
+        eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
+    }
+    Ok(status)
+}
+
+/// `--fork`: run over exactly one session file and write the result as a new session.
+fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<ExitStatus> {
+    let [path] = paths else {
+        bail!("--fork writes one new session: give exactly one session (--session ID or one file)");
+    };
+    if !path.is_file() {
+        bail!("{}: --fork needs a session file", path.display());
+    }
+    let s = SessionFile::from_path(path);
+    let opts = cchist::claude::rewrite::MutateOptions {
+        fork: true,
+        ..Default::default()
+    };
+    let (report, written) = cchist::claude::rewrite::mutate(&s, pipeline, opts)?;
+    if let cchist::claude::rewrite::Written::Forked { id, path: new } = written {
+        eprintln!(
+            "{}",
+            describe(&s.path.display().to_string(), &report).replace("would change", "changed")
+        );
+        eprintln!(
+            "{}: left untouched; new session written to {}",
+            s.path.display(),
+            new.display()
+        );
+        println!("claude --resume {id}");
+    }
+    Ok(ExitStatus::Ok)
+}

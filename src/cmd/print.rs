@@ -1,0 +1,182 @@
+//! What a run prints: one line per file, the totals table of a bulk run, the JSON report.
+
+use std::io::Write;
+
+use anyhow::Context;
+use cchist::engine::pipeline::FileReport;
+use cchist::engine::runner::{Mode, Outcome};
+use cchist::error::ExitStatus;
+use serde_json::json;
+
+/// Totals of a run (the `summary` of `--json`, the table of a bulk run).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Totals {
+    /// Inputs processed (skipped ones not counted).
+    pub files: usize,
+    /// Inputs whose output differs.
+    pub changed: usize,
+    /// Inputs left alone because their session looks live.
+    pub skipped: usize,
+    /// Inputs that failed.
+    pub failed: usize,
+    /// Records read.
+    pub records: u64,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Per stage, in pipeline order.
+    pub stages: Vec<(String, cchist::stages::StageStats)>,
+}
+
+/// Add up the outcomes.
+pub fn totals(outcomes: &[Outcome], skipped: usize) -> Totals {
+    let mut t = Totals {
+        files: outcomes.len(),
+        skipped,
+        ..Totals::default()
+    };
+    for o in outcomes {
+        let Ok(r) = &o.result else {
+            t.failed += 1;
+            continue;
+        };
+        t.records += r.records;
+        t.bytes_in += r.bytes_in;
+        t.bytes_out += r.bytes_out;
+        t.changed += usize::from(r.changed);
+        for (name, st) in &r.stages {
+            match t.stages.iter_mut().find(|(n, _)| n == name) {
+                Some((_, acc)) => {
+                    acc.changed += st.changed;
+                    acc.dropped += st.dropped;
+                    acc.added += st.added;
+                }
+                None => t.stages.push((name.clone(), *st)),
+            }
+        }
+    }
+    t
+}
+
+/// The end-of-run table of a bulk run.
+pub fn summary_table(t: &Totals) -> String {
+    let mut s = String::new();
+    let mut row = |k: &str, v: String| s += &format!("{k:<28} {v:>16}\n");
+    row("files", t.files.to_string());
+    row("  changed", t.changed.to_string());
+    row("  skipped (live)", t.skipped.to_string());
+    row("  failed", t.failed.to_string());
+    row("records", t.records.to_string());
+    row("bytes in", t.bytes_in.to_string());
+    row("bytes out", t.bytes_out.to_string());
+    for (name, st) in &t.stages {
+        row(
+            &format!("{name} (changed/dropped/added)"),
+            format!("{}/{}/{}", st.changed, st.dropped, st.added),
+        );
+    }
+    s
+}
+
+/// Print per-file results and return the exit status.
+pub fn report(
+    outcomes: &[Outcome],
+    mode: &Mode,
+    as_json: bool,
+    skipped: &[(std::path::PathBuf, String)],
+) -> anyhow::Result<ExitStatus> {
+    let mut failed = 0;
+    let mut changed = 0;
+    let mut files = Vec::new();
+    for o in outcomes {
+        let name = o.input.origin().to_string();
+        match &o.result {
+            Ok(r) => {
+                if r.changed {
+                    changed += 1;
+                }
+                if *mode == Mode::DryRun && !as_json {
+                    eprintln!("{}", describe(&name, r));
+                }
+                for (line, why) in &r.invalid_examples {
+                    if !as_json && *mode != Mode::Stdout {
+                        eprintln!("cchist: {name}:{line}: kept as is: {why}");
+                    }
+                }
+                if let Some(n) = r.counters.get("bytes-appended-during-replace") {
+                    eprintln!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
+                }
+                files.push(json!({"file": name, "ok": true, "report": r}));
+            }
+            Err(e) => {
+                failed += 1;
+                if is_closed_output(e) {
+                    return Ok(ExitStatus::Ok);
+                }
+                eprintln!("cchist: error: {e}");
+                files.push(json!({"file": name, "ok": false, "error": e.to_string()}));
+            }
+        }
+    }
+    if as_json {
+        let skipped: Vec<_> = skipped
+            .iter()
+            .map(|(p, why)| json!({"file": p.display().to_string(), "reason": why}))
+            .collect();
+        let doc = json!({
+            "files": files,
+            "skipped": skipped,
+            "summary": totals(outcomes, skipped.len()),
+        });
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON report")?;
+        writeln!(out)?;
+    } else if *mode != Mode::Stdout && outcomes.len() > 1 {
+        let verb = if *mode == Mode::DryRun {
+            "would change"
+        } else {
+            "changed"
+        };
+        eprintln!(
+            "cchist: {} files, {changed} {verb}, {failed} failed",
+            outcomes.len()
+        );
+    }
+    Ok(if failed > 0 {
+        ExitStatus::Error
+    } else {
+        ExitStatus::Ok
+    })
+}
+
+fn is_closed_output(e: &cchist::error::Error) -> bool {
+    matches!(e, cchist::error::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// One line per file: what would change.
+pub fn describe(name: &str, r: &FileReport) -> String {
+    let mut s = format!(
+        "{name}: {} records, {} out, {}",
+        r.records,
+        r.records_out,
+        if r.changed {
+            "would change"
+        } else {
+            "unchanged"
+        }
+    );
+    if r.invalid_lines > 0 {
+        s += &format!(", {} invalid lines kept", r.invalid_lines);
+    }
+    for (stage, st) in &r.stages {
+        s += &format!(
+            "; {stage}: {} changed, {} dropped, {} added",
+            st.changed, st.dropped, st.added
+        );
+    }
+    for (k, v) in &r.counters {
+        s += &format!("; {k}: {v}");
+    }
+    s
+}

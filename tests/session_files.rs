@@ -1,0 +1,286 @@
+//! Every entry point handles the same set of files as one session (`SessionFile::members`):
+//! the transcript, its sub-agent transcripts and their `.meta.json`, `tool-results/`, and
+//! cchist's own backups. A secret planted in each must be gone after every command that
+//! scrubs, and a fork must carry the same set, scrubbed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const ID: &str = "5b1f0000-0000-4000-8000-000000000001";
+
+fn token() -> String {
+    // Assembled at run time so the source itself holds no token-shaped string.
+    format!("ghp_{}", "Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA9")
+}
+
+fn record(kind: &str, uuid: &str, parent: Option<&str>, session: &str, text: &str) -> String {
+    serde_json::json!({
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": session,
+        "timestamp": "2026-04-01T10:00:00.000Z",
+        "message": if kind == "user" {
+            serde_json::json!({"role": "user", "content": text})
+        } else {
+            serde_json::json!({"role": "assistant", "id": format!("msg_{uuid}"), "type": "message",
+                "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}]})
+        },
+    })
+    .to_string()
+        + "\n"
+}
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+}
+
+impl Sandbox {
+    /// A config folder holding one session with a secret in every member.
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let project = root.join("projects/-home-dev-app");
+        let comp = project.join(ID);
+        std::fs::create_dir_all(comp.join("subagents")).unwrap();
+        std::fs::create_dir_all(comp.join("tool-results")).unwrap();
+        let t = token();
+        let main = record("user", "u1", None, ID, &format!("deploy with {t} please"))
+            + &record("assistant", "a1", Some("u1"), ID, "done")
+            + &record("user", "u2", Some("a1"), ID, "thanks")
+            + &record("assistant", "a2", Some("u2"), ID, "welcome");
+        std::fs::write(project.join(format!("{ID}.jsonl")), &main).unwrap();
+        std::fs::write(
+            project.join(format!("{ID}.jsonl.cchist-bak.20260401T100000Z")),
+            &main,
+        )
+        .unwrap();
+        let agent = record("user", "s1", None, ID, &format!("use {t}"))
+            + &record("assistant", "s2", Some("s1"), ID, "ok");
+        std::fs::write(comp.join("subagents/agent-a1.jsonl"), agent).unwrap();
+        std::fs::write(
+            comp.join("subagents/agent-a1.meta.json"),
+            serde_json::json!({"agentType": "general-purpose", "description": format!("push with {t}")})
+                .to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            comp.join("tool-results/toolu_1.txt"),
+            format!("output\nGITHUB_TOKEN={t}\n"),
+        )
+        .unwrap();
+        Sandbox {
+            _dir: dir,
+            root,
+            project,
+        }
+    }
+
+    fn main(&self) -> PathBuf {
+        self.project.join(format!("{ID}.jsonl"))
+    }
+
+    fn cchist(&self, args: &[&str], stdin: Option<String>) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cchist"))
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", &self.root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            input.write_all(s.as_bytes()).unwrap();
+        }
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "cchist {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Files under the config folder that still hold the token (relative paths).
+    fn holding_secret(&self) -> Vec<String> {
+        let t = token();
+        files(&self.root)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read(p)
+                    .unwrap()
+                    .windows(t.len())
+                    .any(|w| w == t.as_bytes())
+            })
+            .map(|p| p.strip_prefix(&self.root).unwrap().display().to_string())
+            .collect()
+    }
+
+    /// `check` over the whole config folder finds nothing.
+    fn check_is_clean(&self) {
+        let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+            .args(["check"])
+            .arg(self.root.join("projects"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "check still finds something: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+
+    fn assert_scrubbed(&self, entry: &str) {
+        assert_eq!(self.holding_secret(), Vec::<String>::new(), "after {entry}");
+        self.check_is_clean();
+    }
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            v.extend(files(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn check_reaches_every_member() {
+    let s = Sandbox::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+        .args(["check", "--format", "json"])
+        .arg(&s.project)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    for member in [
+        format!("{ID}.jsonl\""),
+        ".cchist-bak.".into(),
+        "agent-a1.jsonl".into(),
+        "agent-a1.meta.json".into(),
+        "toolu_1.txt".into(),
+    ] {
+        assert!(report.contains(&member), "check skipped {member}: {report}");
+    }
+}
+
+#[test]
+fn redact_by_session_id_scrubs_every_member() {
+    let s = Sandbox::new();
+    s.cchist(&["redact", "--in-place", "--session", "5b1f"], None);
+    s.assert_scrubbed("redact -s");
+}
+
+#[test]
+fn redact_by_path_scrubs_every_member() {
+    let s = Sandbox::new();
+    let main = s.main();
+    s.cchist(&["redact", "--in-place", main.to_str().unwrap()], None);
+    s.assert_scrubbed("redact PATH");
+}
+
+#[test]
+fn run_all_scrubs_every_member() {
+    let s = Sandbox::new();
+    s.cchist(
+        &["run", "-p", "scrub", "--all", "--in-place", "--force"],
+        None,
+    );
+    s.assert_scrubbed("run --all");
+}
+
+#[test]
+fn session_end_hook_scrubs_every_member() {
+    let s = Sandbox::new();
+    let event = serde_json::json!({
+        "session_id": ID,
+        "transcript_path": s.main(),
+        "cwd": "/home/dev/app",
+        "hook_event_name": "SessionEnd",
+    });
+    s.cchist(&["hook"], Some(event.to_string()));
+    s.assert_scrubbed("the SessionEnd hook");
+}
+
+#[test]
+fn fork_copies_every_member_scrubbed() {
+    let s = Sandbox::new();
+    let before = files(&s.root);
+    let out = s.cchist(&["redact", "--fork", "--session", "5b1f"], None);
+    let line = String::from_utf8(out.stdout).unwrap();
+    let new = line.trim().strip_prefix("claude --resume ").unwrap();
+    let comp = |id: &str| {
+        files(&s.project.join(id))
+            .into_iter()
+            .map(|p| {
+                p.strip_prefix(s.project.join(id))
+                    .unwrap()
+                    .display()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(comp(new), comp(ID), "the fork has the same companion files");
+    let t = token();
+    for p in files(&s.project.join(new))
+        .into_iter()
+        .chain([s.project.join(format!("{new}.jsonl"))])
+    {
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.contains(&t), "{} holds the secret", p.display());
+        assert!(
+            !text.contains(ID),
+            "{} keeps the old session id",
+            p.display()
+        );
+    }
+    let after: Vec<_> = files(&s.root)
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().contains(new))
+        .collect();
+    assert_eq!(after, before, "the original session is untouched");
+}
+
+#[test]
+fn history_edit_backups_are_members_and_undo_restores_a_scrubbed_copy() {
+    let s = Sandbox::new();
+    std::fs::remove_file(
+        s.project
+            .join(format!("{ID}.jsonl.cchist-bak.20260401T100000Z")),
+    )
+    .unwrap();
+    s.cchist(
+        &["history", "delete", "-s", "5b1f", "--turns", "2", "--force"],
+        None,
+    );
+    // The edit kept a backup holding the secret: it is part of the session, so redaction
+    // reaches it, and undo then restores a scrubbed copy.
+    assert!(s
+        .holding_secret()
+        .iter()
+        .any(|p| p.contains(".cchist-bak.")));
+    s.cchist(&["redact", "--in-place", "--session", "5b1f"], None);
+    s.assert_scrubbed("history delete, then redact -s");
+    s.cchist(&["undo", "-s", "5b1f", "--force"], None);
+    let restored = std::fs::read_to_string(s.main()).unwrap();
+    assert_eq!(
+        restored.lines().count(),
+        4,
+        "undo restored the edit's backup"
+    );
+    assert!(restored.contains("[REDACTED:github-pat]"));
+    s.assert_scrubbed("undo");
+}
