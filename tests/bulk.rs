@@ -118,8 +118,9 @@ fn all_scrubs_everything_once_and_skips_live_sessions() {
 
     let v = run_all(root.path());
     let s = &v["summary"];
-    // 6 main sessions + 1 sub-agent transcript + 2 tool-results files + history.jsonl
-    assert_eq!(s["files"], 10, "{s}");
+    // 6 main sessions + 1 sub-agent transcript and its .meta.json + 2 tool-results files +
+    // history.jsonl: every member of every session (SessionFile::members)
+    assert_eq!(s["files"], 11, "{s}");
     assert_eq!(s["skipped"], 1, "{s}");
     assert_eq!(s["failed"], 0, "{s}");
     // p01 (planted secrets), history.jsonl (pasted token), and the two real sessions whose
@@ -142,5 +143,5 @@ fn all_scrubs_everything_once_and_skips_live_sessions() {
     // A second run finds nothing left to change.
     let again = run_all(root.path());
     assert_eq!(again["summary"]["changed"], 0, "{}", again["summary"]);
-    assert_eq!(again["summary"]["files"], 10);
+    assert_eq!(again["summary"]["files"], 11);
 }

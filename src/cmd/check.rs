@@ -246,7 +246,7 @@ mod baseline {
 
     /// A finding's identity across runs: the keyed fingerprint of a secret (wherever it
     /// appears), else rule + file + record (uuid or line).
-    pub fn key(file: &str, f: &cchist::stages::Finding) -> String {
+    pub fn key(file: &str, f: &cchist::findings::Finding) -> String {
         match &f.fingerprint {
             Some(fp) => format!("{}:{fp}", f.rule),
             None => format!(

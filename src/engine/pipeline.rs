@@ -7,10 +7,11 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Origin, Result};
+use crate::findings::Finding;
 use crate::io::output::Sink;
 use crate::io::{framing, input};
-use crate::stages::{Cx, Finding, Scope, Stage, StageStats, Verdict};
-use crate::transcript::record::{check_json, Record};
+use crate::stages::{Cx, Scope, Stage, StageStats, Verdict};
+use crate::transcript::record::{check_json, describe_invalid, Record};
 use crate::transcript::session::{FastMap, Session};
 
 /// What to do with a line that is not valid JSON.
@@ -468,21 +469,4 @@ impl<'s, 'b> Out<'s, 'b> {
             None => Ok(()),
         }
     }
-}
-
-/// A reason for an invalid line that tells truncation, NUL padding and bad UTF-8 apart.
-pub fn describe_invalid(body: &[u8], term: framing::Term, serde_reason: &str) -> String {
-    if body.is_empty() {
-        return "empty line (not a JSON record)".into();
-    }
-    if body.contains(&0) {
-        return format!("line contains NUL bytes (an interrupted write?): {serde_reason}");
-    }
-    if std::str::from_utf8(body).is_err() {
-        return format!("line is not valid UTF-8: {serde_reason}");
-    }
-    if term == framing::Term::None && serde_reason.contains("EOF") {
-        return format!("truncated last line (the writer was interrupted): {serde_reason}");
-    }
-    format!("invalid JSON: {serde_reason}")
 }

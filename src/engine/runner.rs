@@ -289,7 +289,7 @@ fn run_whole_file(
 pub struct NullSink;
 
 impl Sink for NullSink {
-    fn put(&mut self, _rec: &crate::transcript::record::Record<'_>) -> io::Result<()> {
+    fn put(&mut self, _rec: &dyn crate::io::output::Encode) -> io::Result<()> {
         Ok(())
     }
     fn put_span(&mut self, _bytes: &[u8]) -> io::Result<()> {

@@ -14,8 +14,8 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::findings::Finding;
 use crate::io::framing;
-use crate::stages::Finding;
 use crate::transcript::record::Record;
 
 /// The `[check]` table.

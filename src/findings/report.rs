@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use crate::stages::Finding;
+use crate::findings::Finding;
 
 /// Findings of one file.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -21,9 +21,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::engine::pipeline::describe_invalid;
+use crate::findings::Finding;
 use crate::io::framing::{self, Term};
-use crate::stages::Finding;
+use crate::transcript::record::describe_invalid;
 use crate::transcript::record::{check_json, Record};
 use crate::transcript::session::Session;
 

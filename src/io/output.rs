@@ -11,13 +11,19 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::transcript::record::Record;
+/// A record as a writer sees it: something that appends its output line (body and
+/// terminator) to a buffer. (`transcript::record::Record` is the one implementation; the trait
+/// keeps `io` free of what a transcript is.)
+pub trait Encode {
+    /// Append the output bytes, terminator included.
+    fn write_to(&self, out: &mut Vec<u8>);
+}
 
 /// Something records are written to.
 pub trait Sink {
     /// Write one kept record that a stage changed or created (or that is not part of the
     /// input buffer being run).
-    fn put(&mut self, rec: &Record<'_>) -> io::Result<()>;
+    fn put(&mut self, rec: &dyn Encode) -> io::Result<()>;
     /// Write bytes of the input verbatim: a run of adjacent untouched records, terminators
     /// included. The pipeline gathers such runs, so an unchanged file is one call.
     fn put_span(&mut self, bytes: &[u8]) -> io::Result<()>;
@@ -53,7 +59,7 @@ impl<W: Write> SpanWriter<W> {
 }
 
 impl<W: Write> Sink for SpanWriter<W> {
-    fn put(&mut self, rec: &Record<'_>) -> io::Result<()> {
+    fn put(&mut self, rec: &dyn Encode) -> io::Result<()> {
         self.scratch.clear();
         rec.write_to(&mut self.scratch);
         self.w.write_all(&self.scratch)
@@ -112,7 +118,7 @@ impl<'b, W: Write, F: FnMut() -> io::Result<W>> LazySink<'b, W, F> {
 }
 
 impl<'b, W: Write, F: FnMut() -> io::Result<W>> Sink for LazySink<'b, W, F> {
-    fn put(&mut self, rec: &Record<'_>) -> io::Result<()> {
+    fn put(&mut self, rec: &dyn Encode) -> io::Result<()> {
         self.diverge()?.put(rec)
     }
 

@@ -1,6 +1,6 @@
 //! A validating JSON scanner over one line that allocates nothing.
 //!
-//! [`Header::parse`](crate::transcript::record::Header::parse) walks a record with it: the few fields a structural
+//! `transcript::record::Header::parse` walks a record with it: the few fields a structural
 //! stage needs are read in place, everything else (message text, tool output, base64) is
 //! skipped in one pass. Strings are skipped 32 bytes at a time with SSE2 compares, which is
 //! what makes a session-scoped pipeline run near memory speed; serde_json's `IgnoredAny`

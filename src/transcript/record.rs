@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::json::scan;
 
 use crate::io::framing::{Line, Term};
+use crate::io::output::Encode;
 
 mod header;
 
@@ -227,6 +228,12 @@ impl<'a> Record<'a> {
     }
 }
 
+impl Encode for Record<'_> {
+    fn write_to(&self, out: &mut Vec<u8>) {
+        Record::write_to(self, out)
+    }
+}
+
 /// A writer that only counts.
 struct ByteCounter(u64);
 
@@ -305,6 +312,23 @@ pub fn check_json(bytes: &[u8]) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
     }
     de.end().map_err(|e| e.to_string())
+}
+
+/// A reason for an invalid line that tells truncation, NUL padding and bad UTF-8 apart.
+pub fn describe_invalid(body: &[u8], term: Term, serde_reason: &str) -> String {
+    if body.is_empty() {
+        return "empty line (not a JSON record)".into();
+    }
+    if body.contains(&0) {
+        return format!("line contains NUL bytes (an interrupted write?): {serde_reason}");
+    }
+    if std::str::from_utf8(body).is_err() {
+        return format!("line is not valid UTF-8: {serde_reason}");
+    }
+    if term == Term::None && serde_reason.contains("EOF") {
+        return format!("truncated last line (the writer was interrupted): {serde_reason}");
+    }
+    format!("invalid JSON: {serde_reason}")
 }
 
 #[cfg(test)]

@@ -45,7 +45,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::stages::{Cx, Finding, Stage, Verdict};
+use crate::findings::Finding;
+use crate::stages::{Cx, Stage, Verdict};
 use crate::transcript::record::Record;
 use json::Seg;
 pub use redactor::{LineFinding, LineResult, Redactor};
