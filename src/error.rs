@@ -33,6 +33,72 @@ impl fmt::Display for Origin {
     }
 }
 
+/// A bad option of a stage, a policy or an operations document: the key to blame (when one
+/// is) and what is wrong with its value. Callers place it: the pipeline-file loader as
+/// `file:line: stage `x`, key `k`: …`, a command as `--flag-name: …`. The message never
+/// repeats the key, and never holds the offending value when it may be a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
+pub struct OptionError {
+    /// The offending key (`max_tool_output`), as written in a pipeline file.
+    pub key: Option<String>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl OptionError {
+    /// An error blamed on `key`.
+    pub fn key(key: &str, message: impl Into<String>) -> OptionError {
+        OptionError {
+            key: Some(key.to_string()),
+            message: message.into(),
+        }
+    }
+
+    /// An error about the options as a whole.
+    pub fn general(message: impl Into<String>) -> OptionError {
+        OptionError {
+            key: None,
+            message: message.into(),
+        }
+    }
+
+    /// The message as a command-line flag would carry it: `--max-tool-output: …`, where the
+    /// command's flag for a key is the key with dashes (`flag` maps the exceptions).
+    pub fn for_flag(&self, flag: impl Fn(&str) -> Option<String>) -> String {
+        match &self.key {
+            Some(k) => {
+                let f = flag(k).unwrap_or_else(|| format!("--{}", k.replace('_', "-")));
+                format!("{f}: {}", self.message)
+            }
+            None => self.message.clone(),
+        }
+    }
+}
+
+/// Deserialize an option table (a stage's, `[check]`, `[hook]`), rejecting unknown keys (the options struct must use
+/// `#[serde(deny_unknown_fields)]`). The key serde blames becomes the error's key.
+pub fn options<T: serde::de::DeserializeOwned>(
+    table: toml::Table,
+) -> std::result::Result<T, OptionError> {
+    T::deserialize(toml::Value::Table(table)).map_err(|e| serde_option_error(e.message()))
+}
+
+/// Serde's messages name the key in backquotes (``unknown field `x`, expected …``, ``missing
+/// field `x` ``); this is the one place that reads them, at the source of the error.
+fn serde_option_error(msg: &str) -> OptionError {
+    let msg = msg.trim();
+    for marker in ["unknown field `", "missing field `"] {
+        if let Some(p) = msg.find(marker) {
+            let rest = &msg[p + marker.len()..];
+            if let Some(end) = rest.find('`') {
+                return OptionError::key(&rest[..end], msg);
+            }
+        }
+    }
+    OptionError::general(msg)
+}
+
 /// Errors raised by the cchist library.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

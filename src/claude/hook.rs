@@ -59,61 +59,6 @@ impl HookInput {
     }
 }
 
-/// Turn-count policy of the `[hook]` table.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct HookPolicy {
-    /// Act when the session reaches exactly these turn counts.
-    #[serde(default)]
-    pub at_turns: Vec<usize>,
-    /// Act every N turns (0 = never).
-    #[serde(default)]
-    pub every: usize,
-    /// `fork` (write a compressed copy and say how to resume it) or `notify` (only say it).
-    #[serde(default)]
-    pub action: StopAction,
-    /// With `fork`: how many recent turns the copy keeps after its summary.
-    #[serde(default = "default_keep_last")]
-    pub keep_last: usize,
-    /// Print a digest of the project's previous session at `SessionStart`.
-    #[serde(default)]
-    pub session_start_digest: bool,
-}
-
-fn default_keep_last() -> usize {
-    5
-}
-
-/// What a turn-count policy does.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum StopAction {
-    /// Only tell the user.
-    #[default]
-    Notify,
-    /// Write a compressed fork and tell the user how to resume it.
-    Fork,
-}
-
-impl HookPolicy {
-    /// Read the `[hook]` table of a pipeline file.
-    pub fn from_table(t: Option<&toml::Table>) -> std::result::Result<HookPolicy, String> {
-        match t {
-            None => Ok(HookPolicy {
-                keep_last: default_keep_last(),
-                ..HookPolicy::default()
-            }),
-            Some(t) => HookPolicy::deserialize(toml::Value::Table(t.clone()))
-                .map_err(|e| format!("[hook]: {}", e.to_string().trim())),
-        }
-    }
-
-    /// True when a session with `turns` turns triggers the policy.
-    pub fn triggers(&self, turns: usize) -> bool {
-        turns > 0 && (self.at_turns.contains(&turns) || (self.every > 0 && turns % self.every == 0))
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // settings.json
 
@@ -297,17 +242,5 @@ mod tests {
             doc,
             json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}})
         );
-    }
-
-    #[test]
-    fn policy_triggers() {
-        let p = HookPolicy {
-            at_turns: vec![10, 25],
-            every: 20,
-            ..HookPolicy::default()
-        };
-        assert!(p.triggers(10) && p.triggers(20) && p.triggers(25) && p.triggers(40));
-        assert!(!p.triggers(0) && !p.triggers(11));
-        assert!(HookPolicy::from_table(Some(&toml::from_str("evry = 3").unwrap())).is_err());
     }
 }

@@ -15,7 +15,6 @@ use clap::Args;
 use serde_json::json;
 
 use super::redact::{build_options, RuleArgs};
-use cchist::findings::policy::Policy;
 use cchist::findings::report::{self, FileFindings};
 
 /// `check --format`.
@@ -99,10 +98,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let policy = match &args.policy {
         Some(spec) => {
             let file = cchist::engine::config::load_spec(spec)?;
-            let table = file.check.as_ref().ok_or_else(|| {
+            Some(file.check.ok_or_else(|| {
                 anyhow::anyhow!("{spec}: has no [check] table; see filters/ci-policy.toml for one")
-            })?;
-            Some(Policy::from_table(table).map_err(|e| anyhow::anyhow!("{spec}: {e}"))?)
+            })?)
         }
         None => None,
     };

@@ -59,11 +59,22 @@ pub fn run(args: DropToolNoiseArgs) -> anyhow::Result<ExitStatus> {
     opts.collapse_reads = !args.no_collapse_reads;
     opts.drop_tools = args.drop_tool;
     opts.keep_errors = !args.drop_tool_errors;
-    let stage = DropToolNoise::new(opts).map_err(|e| anyhow!(e.replace("key `", "option `")))?;
+    let stage = DropToolNoise::new(opts).map_err(|e| anyhow!(e.for_flag(flag_of)))?;
     let pipeline = Pipeline::new(
         vec![Box::new(stage)],
         OnInvalid::Keep,
         "drop-tool-noise".into(),
     );
     super::plan::execute(pipeline, &args.io)
+}
+
+/// The flag that sets an option key, where the names differ.
+fn flag_of(key: &str) -> Option<String> {
+    let flag = match key {
+        "drop_types" => "--drop-type",
+        "drop_attachments" => "--drop-attachment",
+        "drop_tools" => "--drop-tool",
+        _ => return None,
+    };
+    Some(flag.to_string())
 }

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use cchist::claude::layout::SessionFile;
 use cchist::claude::rewrite::{self, MutateOptions, Written};
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
@@ -56,11 +55,7 @@ impl Stage for Shared {
 /// Apply `ops` to the session and write as `w` says.
 pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Result<ExitStatus> {
     let edit = Arc::new(EditStage::new(ops));
-    let relink = stages::builder("relink")
-        .context("the relink stage is not available in this build")?(
-        toml::Table::new()
-    )
-    .map_err(anyhow::Error::msg)?;
+    let relink = (stages::relink::DEF.build)(toml::Table::new())?;
     let pipeline = Pipeline::new(
         vec![Box::new(Shared(edit.clone())), relink],
         OnInvalid::Keep,

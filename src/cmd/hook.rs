@@ -4,10 +4,11 @@ use std::collections::BTreeSet;
 use std::io::Read;
 
 use anyhow::{bail, Context};
-use cchist::claude::hook::{self, HookInput, HookPolicy, Scope, StopAction};
+use cchist::claude::hook::{self, HookInput, Scope};
 use cchist::claude::layout::SessionFile;
 use cchist::claude::rewrite::{self, MutateOptions, Written};
 use cchist::engine::config;
+use cchist::engine::config::StopAction;
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::engine::runner::{self, Mode};
 use cchist::error::ExitStatus;
@@ -139,7 +140,7 @@ fn pre_compact(inp: &HookInput) -> anyhow::Result<()> {
 
 fn session_start(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
     let file = config::load_spec(spec)?;
-    let policy = HookPolicy::from_table(file.hook.as_ref()).map_err(anyhow::Error::msg)?;
+    let policy = file.hook;
     if !policy.session_start_digest {
         return Ok(());
     }
@@ -166,7 +167,7 @@ fn stop(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     let file = config::load_spec(spec)?;
-    let policy = HookPolicy::from_table(file.hook.as_ref()).map_err(anyhow::Error::msg)?;
+    let policy = file.hook;
     if policy.at_turns.is_empty() && policy.every == 0 {
         return Ok(());
     }
@@ -187,10 +188,8 @@ fn stop(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
         StopAction::Fork => {
             let mut opts = toml::Table::new();
             opts.insert("keep_last".into(), toml::Value::Integer(policy.keep_last as i64));
-            let summarize = stages::builder("summarize-range").context("summarize-range stage missing")?(opts)
-                .map_err(anyhow::Error::msg)?;
-            let relink = stages::builder("relink").context("relink stage missing")?(toml::Table::new())
-                .map_err(anyhow::Error::msg)?;
+            let summarize = (stages::summarize::DEF.build)(opts)?;
+            let relink = (stages::relink::DEF.build)(toml::Table::new())?;
             let p = Pipeline::new(vec![summarize, relink], OnInvalid::Keep, "stop-hook fork".into());
             let s = SessionFile {
                 id: inp.session_id.clone(),

@@ -49,11 +49,7 @@ pub fn run(args: SummarizeArgs) -> anyhow::Result<ExitStatus> {
         timeout_secs: args.timeout,
     };
     let stage = SummarizeRange::new(opts).map_err(|e| {
-        anyhow!(e
-            .replace("key `keep_last`", "--keep-last")
-            .replace("key `timeout_secs`", "--timeout")
-            .replace("key `", "--")
-            .replace('`', ""))
+        anyhow!(e.for_flag(|key| (key == "timeout_secs").then(|| "--timeout".to_string())))
     })?;
     let pipeline = Pipeline::new(
         vec![Box::new(stage)],

@@ -17,7 +17,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::engine::pipeline::{OnInvalid, Pipeline};
-use crate::error::{Error, Origin, Result};
+use crate::error::{Error, OptionError, Origin, Result};
+use crate::findings::policy::Policy;
 use crate::stages;
 
 #[derive(Deserialize)]
@@ -30,29 +31,86 @@ struct PipelineDoc {
     on_invalid_json: OnInvalid,
     #[serde(default)]
     stage: Vec<toml::Spanned<toml::Table>>,
-    /// Policy for `cchist check --policy` (read by that command).
+    /// Policy for `cchist check --policy`.
     #[serde(default)]
-    check: Option<toml::Table>,
-    /// Turn-count policies for `cchist hook` (read by that command).
+    check: Option<toml::Spanned<toml::Table>>,
+    /// Turn-count policies for `cchist hook`.
     #[serde(default)]
-    hook: Option<toml::Table>,
+    hook: Option<toml::Spanned<toml::Table>>,
 }
 
-/// A loaded pipeline file: the built pipeline plus the tables other commands read.
+/// A loaded pipeline file, every table validated: the built pipeline, its CI policy and its
+/// hook policy.
 pub struct PipelineFile {
     /// The runnable pipeline.
     pub pipeline: Pipeline,
     /// The `[check]` table, if any.
-    pub check: Option<toml::Table>,
-    /// The `[hook]` table, if any.
-    pub hook: Option<toml::Table>,
+    pub check: Option<Policy>,
+    /// The `[hook]` table (defaults when absent).
+    pub hook: HookPolicy,
+}
+
+/// Turn-count policy of the `[hook]` table.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HookPolicy {
+    /// Act when the session reaches exactly these turn counts.
+    #[serde(default)]
+    pub at_turns: Vec<usize>,
+    /// Act every N turns (0 = never).
+    #[serde(default)]
+    pub every: usize,
+    /// `fork` (write a compressed copy and say how to resume it) or `notify` (only say it).
+    #[serde(default)]
+    pub action: StopAction,
+    /// With `fork`: how many recent turns the copy keeps after its summary.
+    #[serde(default = "default_keep_last")]
+    pub keep_last: usize,
+    /// Print a digest of the project's previous session at `SessionStart`.
+    #[serde(default)]
+    pub session_start_digest: bool,
+}
+
+fn default_keep_last() -> usize {
+    5
+}
+
+/// The one set of defaults: a pipeline file without `[hook]` gets the same policy as one
+/// with an empty `[hook]`.
+impl Default for HookPolicy {
+    fn default() -> Self {
+        HookPolicy {
+            at_turns: Vec::new(),
+            every: 0,
+            action: StopAction::default(),
+            keep_last: default_keep_last(),
+            session_start_digest: false,
+        }
+    }
+}
+
+/// What a turn-count policy does.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StopAction {
+    /// Only tell the user.
+    #[default]
+    Notify,
+    /// Write a compressed fork and tell the user how to resume it.
+    Fork,
+}
+
+impl HookPolicy {
+    /// True when a session with `turns` turns triggers the policy.
+    pub fn triggers(&self, turns: usize) -> bool {
+        turns > 0 && (self.at_turns.contains(&turns) || (self.every > 0 && turns % self.every == 0))
+    }
 }
 
 /// The pipelines shipped in `filters/`, built into the binary so hooks and bulk runs work
 /// wherever cchist is installed: `(name, text)`.
 pub const BUILTIN: &[(&str, &str)] = &[
     ("identity", include_str!("../../filters/identity.toml")),
-    ("scrub", include_str!("../../filters/scrub.toml")),
     ("scrub", include_str!("../../filters/scrub.toml")),
     ("compact", include_str!("../../filters/compact.toml")),
     ("share", include_str!("../../filters/share.toml")),
@@ -130,7 +188,7 @@ pub fn parse(text: &str, origin: &Origin) -> Result<PipelineFile> {
                 ))
             }
         };
-        let Some(build) = stages::builder(&ty) else {
+        let Some(def) = stages::def(&ty) else {
             return Err(err(
                 find_key_line(text, start, "type").or(Some(stage_line)),
                 format!(
@@ -139,29 +197,47 @@ pub fn parse(text: &str, origin: &Origin) -> Result<PipelineFile> {
                 ),
             ));
         };
-        let stage = build(table).map_err(|msg| {
-            let key = offending_key(&msg);
-            let line = key
+        let stage = (def.build)(table).map_err(|e| {
+            let line = e
+                .key
                 .as_deref()
                 .and_then(|k| find_key_line(text, start, k))
                 .unwrap_or(stage_line);
-            let msg = match key {
-                Some(k) => format!("stage `{ty}`, key `{k}`: {msg}"),
-                None => format!("stage `{ty}`: {msg}"),
-            };
-            err(Some(line), msg)
+            err(Some(line), format!("stage `{ty}`, {e}"))
         })?;
         built.push(stage);
     }
+    // A table error names the line of its key: `file:line: [check] key `x`: …`.
+    let table_err = |table: &str, start: usize, e: OptionError| {
+        let line = e.key.as_deref().and_then(|k| find_key_line(text, start, k));
+        err(
+            line.or(Some(line_of(text, start))),
+            format!("[{table}] {e}"),
+        )
+    };
+    let check = match doc.check {
+        Some(t) => {
+            let start = t.span().start;
+            Some(Policy::from_table(t.get_ref()).map_err(|e| table_err("check", start, e))?)
+        }
+        None => None,
+    };
+    let hook = match doc.hook {
+        Some(t) => {
+            let start = t.span().start;
+            stages::options(t.into_inner()).map_err(|e| table_err("hook", start, e))?
+        }
+        None => HookPolicy::default(),
+    };
     Ok(PipelineFile {
         pipeline: Pipeline::new(built, doc.on_invalid_json, doc.description),
-        check: doc.check,
-        hook: doc.hook,
+        check,
+        hook,
     })
 }
 
 fn stage_names() -> Vec<&'static str> {
-    stages::registry().iter().map(|(n, _, _)| *n).collect()
+    stages::REGISTRY.iter().map(|d| d.name).collect()
 }
 
 /// 1-based line of byte offset `pos`.
@@ -187,19 +263,6 @@ fn find_key_line(text: &str, from: usize, key: &str) -> Option<usize> {
             }
         }
         off += l.len();
-    }
-    None
-}
-
-/// The key a serde message blames (`unknown field `x``, `invalid type … for key `x``).
-fn offending_key(msg: &str) -> Option<String> {
-    for marker in ["unknown field `", "missing field `", "key `", "field `"] {
-        if let Some(p) = msg.find(marker) {
-            let rest = &msg[p + marker.len()..];
-            if let Some(end) = rest.find('`') {
-                return Some(rest[..end].to_string());
-            }
-        }
     }
     None
 }
@@ -239,6 +302,52 @@ mod tests {
     fn bad_on_invalid_value_is_an_error() {
         let e = parse_err("version = 1\non_invalid_json = \"drop\"\n");
         assert!(e.starts_with("p.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn policy_triggers() {
+        let p = HookPolicy {
+            at_turns: vec![10, 25],
+            every: 20,
+            ..HookPolicy::default()
+        };
+        assert!(p.triggers(10) && p.triggers(20) && p.triggers(25) && p.triggers(40));
+        assert!(!p.triggers(0) && !p.triggers(11));
+    }
+
+    #[test]
+    fn hook_and_check_tables_are_validated_at_load_with_their_line() {
+        let e = parse_err("version = 1\n\n[hook]\nevery = 2\nevry = 3\n");
+        assert!(e.starts_with("p.toml:5: [hook] key `evry`"), "{e}");
+        let e = parse_err("version = 1\n\n[check]\nforbidden_tools = [\"[\"]\n");
+        assert!(
+            e.starts_with("p.toml:4: [check] key `forbidden_tools`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn hook_defaults_are_one_set() {
+        let absent = parse("version = 1\n", &Origin::stdin()).unwrap().hook;
+        let empty = parse("version = 1\n[hook]\n", &Origin::stdin())
+            .unwrap()
+            .hook;
+        assert_eq!(absent, empty);
+        assert_eq!(absent.keep_last, 5);
+    }
+
+    #[test]
+    fn stage_option_errors_name_the_key_once() {
+        let e = parse_err(
+            "version = 1\n\n[[stage]]\ntype = \"drop-tool-noise\"\nmax_tool_output = 3\n",
+        );
+        assert!(
+            e.starts_with(
+                "p.toml:5: stage `drop-tool-noise`, key `max_tool_output`: 3 is too small"
+            ),
+            "{e}"
+        );
+        assert_eq!(e.matches("max_tool_output").count(), 1, "{e}");
     }
 
     #[test]

@@ -39,3 +39,81 @@ impl Finding {
         }
     }
 }
+
+/// A finding id and what it means. Secret rules have their own table (with regexes and
+/// checks) in `stages::redact::rules`; `cchist rules --all` prints all three kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FindingDef {
+    /// The id findings carry.
+    pub id: &'static str,
+    /// What it means for the session, and what to do.
+    pub about: &'static str,
+}
+
+/// The ids of [`validate`]: what would make `claude --resume` lose or reject history.
+pub const STRUCTURAL: &[FindingDef] = &[
+    FindingDef { id: "invalid-json", about: "a line that is not valid JSON (NUL padding, invalid UTF-8, glued records)" },
+    FindingDef { id: "truncated-last-line", about: "the last line is cut off (a killed writer)" },
+    FindingDef { id: "missing-final-newline", about: "the last line is complete JSON but unterminated: the next append will glue onto it" },
+    FindingDef { id: "not-an-object", about: "valid JSON that is not an object (array, string, number)" },
+    FindingDef { id: "duplicate-uuid", about: "a uuid carried by an earlier record too" },
+    FindingDef { id: "dangling-parent", about: "`parentUuid` names no record of the file: resume silently drops everything before" },
+    FindingDef { id: "dangling-reference", about: "another uuid reference (`logicalParentUuid`, `leafUuid` of last-prompt, `sourceToolAssistantUUID`) names no record" },
+    FindingDef { id: "parent-cycle", about: "following `parentUuid` comes back to the same record" },
+    FindingDef { id: "unpaired-tool-use", about: "a `tool_use` with no `tool_result` anywhere in the file: the API rejects the session" },
+    FindingDef { id: "orphan-tool-result", about: "a `tool_result` whose `tool_use` is not in the file" },
+    FindingDef { id: "split-message", about: "pieces of one assistant message (same `message.id`) separated by another turn" },
+];
+
+/// The ids of a CI [`policy`] (the `[check]` table), besides secret rules and structural ids.
+pub const POLICY: &[FindingDef] = &[
+    FindingDef {
+        id: "max-transcript-bytes",
+        about: "a transcript larger than `max_transcript_bytes`",
+    },
+    FindingDef {
+        id: "max-tool-output-bytes",
+        about: "a single tool output larger than `max_tool_output_bytes`",
+    },
+    FindingDef {
+        id: "forbidden-tool",
+        about: "a call of a tool named in `forbidden_tools`",
+    },
+    FindingDef {
+        id: "forbidden-record-type",
+        about: "a record of a type named in `forbidden_record_types`",
+    },
+];
+
+/// The definition of a structural or policy finding id.
+pub fn def(id: &str) -> Option<&'static FindingDef> {
+    STRUCTURAL.iter().chain(POLICY).find(|d| d.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every id the checks can emit is in the registry: a new check must document itself.
+    #[test]
+    fn every_emitted_id_is_registered() {
+        for (file, src) in [
+            ("validate.rs", include_str!("validate.rs")),
+            ("policy.rs", include_str!("policy.rs")),
+        ] {
+            let code = src.split("#[cfg(test)]").next().unwrap();
+            for quoted in code.split('"').skip(1).step_by(2) {
+                // Record types Claude Code writes are quoted in the checks too.
+                let record_type = ["last-prompt", "file-history-snapshot", "queue-operation"];
+                let looks_like_id = quoted.len() > 3
+                    && !record_type.contains(&quoted)
+                    && quoted.contains('-')
+                    && quoted.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+                if looks_like_id {
+                    assert!(
+                        super::def(quoted).is_some(),
+                        "{file}: `{quoted}` is not in the registry"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -14,6 +14,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::error::{options, OptionError};
 use crate::findings::Finding;
 use crate::io::framing;
 use crate::transcript::record::Record;
@@ -59,19 +60,18 @@ pub struct Policy {
     forbidden_types: GlobSet,
 }
 
-fn globs(list: &[String], key: &str) -> Result<GlobSet, String> {
+fn globs(list: &[String], key: &str) -> Result<GlobSet, OptionError> {
     let mut b = GlobSetBuilder::new();
     for g in list {
-        b.add(Glob::new(g).map_err(|e| format!("[check] {key}: `{g}`: {e}"))?);
+        b.add(Glob::new(g).map_err(|e| OptionError::key(key, format!("`{g}`: {e}")))?);
     }
-    b.build().map_err(|e| format!("[check] {key}: {e}"))
+    b.build().map_err(|e| OptionError::key(key, e.to_string()))
 }
 
 impl Policy {
     /// Build from the `[check]` table.
-    pub fn from_table(t: &toml::Table) -> Result<Policy, String> {
-        let config = PolicyConfig::deserialize(toml::Value::Table(t.clone()))
-            .map_err(|e| format!("[check]: {}", e.to_string().trim()))?;
+    pub fn from_table(t: &toml::Table) -> Result<Policy, OptionError> {
+        let config: PolicyConfig = options(t.clone())?;
         Ok(Policy {
             deny_rules: globs(&config.deny_rules, "deny_rules")?,
             forbidden_tools: globs(&config.forbidden_tools, "forbidden_tools")?,

@@ -1,20 +1,7 @@
 //! Structural checks of a transcript: what would make `claude --resume` lose or reject history.
 //!
-//! Each finding names the line and, where it has one, the record's uuid. Finding ids:
-//!
-//! | id | meaning |
-//! |---|---|
-//! | `invalid-json` | a line that is not valid JSON (NUL padding, invalid UTF-8, glued records) |
-//! | `truncated-last-line` | the last line is cut off (a killed writer) |
-//! | `missing-final-newline` | the last line is complete JSON but unterminated: the next append will glue onto it |
-//! | `not-an-object` | valid JSON that is not an object (array, string, number) |
-//! | `duplicate-uuid` | a uuid carried by an earlier record too |
-//! | `dangling-parent` | `parentUuid` names no record of the file: resume silently drops everything before |
-//! | `dangling-reference` | another uuid reference (`logicalParentUuid`, `leafUuid` of last-prompt, `sourceToolAssistantUUID`) names no record |
-//! | `parent-cycle` | following `parentUuid` comes back to the same record |
-//! | `unpaired-tool-use` | a `tool_use` with no `tool_result` anywhere in the file: the API rejects the session |
-//! | `orphan-tool-result` | a `tool_result` whose `tool_use` is not in the file |
-//! | `split-message` | pieces of one assistant message (same `message.id`) separated by another turn |
+//! Each finding names the line and, where it has one, the record's uuid; the finding ids and
+//! what they mean are in [`STRUCTURAL`](super::STRUCTURAL).
 //!
 //! `summary.leafUuid` is not checked: Claude Code wrote those titles for other sessions into
 //! whatever file was open, so they point into other files by design.

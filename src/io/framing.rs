@@ -56,12 +56,7 @@ pub struct Lines<'a> {
     number: usize,
 }
 
-impl<'a> Lines<'a> {
-    /// The bytes not yet framed.
-    pub fn remainder(&self) -> &'a [u8] {
-        self.rest
-    }
-}
+impl<'a> Lines<'a> {}
 
 /// Split one line off `buf`; `None` when `buf` holds no complete line.
 pub fn split_complete(buf: &[u8]) -> Option<(&[u8], Term, usize)> {

@@ -51,11 +51,6 @@ impl<W: Write> SpanWriter<W> {
         self.w.flush()?;
         Ok(self.w)
     }
-
-    /// The inner writer.
-    pub fn get_mut(&mut self) -> &mut W {
-        &mut self.w
-    }
 }
 
 impl<W: Write> Sink for SpanWriter<W> {

@@ -26,10 +26,10 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::Result;
+use crate::error::{OptionError, Result};
 use crate::json::scan;
 use crate::stages::relink::{object_mut, relink, stage_err};
-use crate::stages::{options, Cx, Scope, Stage, Verdict};
+use crate::stages::{options, Cx, Scope, Stage, StageDef, Verdict};
 use crate::transcript::record::Record;
 use crate::transcript::session::Session;
 
@@ -121,21 +121,24 @@ pub struct DropToolNoise {
     tools: GlobSet,
 }
 
-fn globs(key: &str, pats: &[String]) -> std::result::Result<GlobSet, String> {
+fn globs(key: &str, pats: &[String]) -> std::result::Result<GlobSet, OptionError> {
     let mut b = GlobSetBuilder::new();
     for p in pats {
-        b.add(Glob::new(p).map_err(|e| format!("key `{key}`: bad glob `{p}`: {e}"))?);
+        b.add(Glob::new(p).map_err(|e| OptionError::key(key, format!("bad glob `{p}`: {e}")))?);
     }
-    b.build().map_err(|e| format!("key `{key}`: {e}"))
+    b.build().map_err(|e| OptionError::key(key, e.to_string()))
 }
 
 impl DropToolNoise {
     /// Build the stage, validating the options.
-    pub fn new(opts: DropToolNoiseOptions) -> std::result::Result<Self, String> {
+    pub fn new(opts: DropToolNoiseOptions) -> std::result::Result<Self, OptionError> {
         if opts.max_tool_output != 0 && opts.max_tool_output < MIN_CAP {
-            return Err(format!(
-                "key `max_tool_output`: {} is too small; use 0 (no cap) or at least {MIN_CAP}",
-                opts.max_tool_output
+            return Err(OptionError::key(
+                "max_tool_output",
+                format!(
+                    "{} is too small; use 0 (no cap) or at least {MIN_CAP}",
+                    opts.max_tool_output
+                ),
             ));
         }
         Ok(DropToolNoise {
@@ -166,15 +169,21 @@ impl DropToolNoise {
     }
 }
 
-/// Registry builder.
-pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+/// The stage's entry in the registry.
+pub const DEF: StageDef = StageDef {
+    name: "drop-tool-noise",
+    about: "drop progress/bookkeeping records, cap tool output, replace images, drop tool calls",
+    build,
+};
+
+fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
     let opts: DropToolNoiseOptions = options(table)?;
     Ok(Box::new(DropToolNoise::new(opts)?))
 }
 
 impl Stage for DropToolNoise {
     fn name(&self) -> &'static str {
-        NAME
+        DEF.name
     }
 
     fn scope(&self) -> Scope {
@@ -1163,6 +1172,6 @@ mod tests {
         })
         .err()
         .unwrap();
-        assert!(e.contains("max_tool_output"), "{e}");
+        assert!(e.key.as_deref() == Some("max_tool_output"), "{e}");
     }
 }

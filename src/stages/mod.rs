@@ -13,7 +13,7 @@ pub mod redact;
 pub mod relink;
 pub mod summarize;
 
-use crate::error::{Origin, Result};
+use crate::error::{OptionError, Origin, Result};
 use crate::findings::Finding;
 use crate::transcript::record::Record;
 use crate::transcript::session::Session;
@@ -125,49 +125,33 @@ pub trait Stage: Send + Sync {
     }
 }
 
-/// Build a stage from its `type` and its option table (the `type` key already removed).
-///
-/// Errors are `(key, message)`: the offending key when one is to blame, and what to do.
-pub type Builder = fn(toml::Table) -> std::result::Result<Box<dyn Stage>, String>;
+/// Build a stage from its option table (the `type` key already removed).
+pub type Builder = fn(toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError>;
 
-/// The registry: every stage type a pipeline file may name.
-pub fn registry() -> &'static [(&'static str, &'static str, Builder)] {
-    &[
-        (
-            "redact",
-            "find secrets (keys, tokens, passwords, private keys) in every string and replace them",
-            redact::build,
-        ),
-        (
-            "relink",
-            "re-point every reference after drops/inserts; repair dangling parents, cycles, tool pairs",
-            relink::build,
-        ),
-        (
-            "drop-tool-noise",
-            "drop progress/bookkeeping records, cap tool output, replace images, drop tool calls",
-            drop_tool_noise::build,
-        ),
-        (
-            "summarize-range",
-            "replace a range of turns with one summary turn (text, command or digest)",
-            summarize::build,
-        ),
-    ]
+/// A stage type as pipeline files name it: declared once by its module, read by the config
+/// loader, [`Stage::name`], the CLI's help and `cchist rules`.
+#[derive(Debug, Clone, Copy)]
+pub struct StageDef {
+    /// The `type` in pipeline files.
+    pub name: &'static str,
+    /// One line on what it does.
+    pub about: &'static str,
+    /// Builds it from its options.
+    pub build: Builder,
 }
 
-/// Look up a stage builder by name.
-pub fn builder(name: &str) -> Option<Builder> {
-    registry()
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .map(|(_, _, b)| *b)
+/// Every stage type a pipeline file may name.
+pub const REGISTRY: &[StageDef] = &[
+    redact::DEF,
+    relink::DEF,
+    drop_tool_noise::DEF,
+    summarize::DEF,
+];
+
+/// Look up a stage type by name.
+pub fn def(name: &str) -> Option<&'static StageDef> {
+    REGISTRY.iter().find(|d| d.name == name)
 }
 
-/// Deserialize a stage's options, rejecting unknown keys (the options struct must use
-/// `#[serde(deny_unknown_fields)]`).
-pub fn options<T: serde::de::DeserializeOwned>(
-    table: toml::Table,
-) -> std::result::Result<T, String> {
-    T::deserialize(toml::Value::Table(table)).map_err(|e| e.to_string().trim().to_string())
-}
+/// Stages read their option tables with the one options reader.
+pub use crate::error::options;

@@ -41,8 +41,8 @@ use std::collections::{HashMap, HashSet};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
-use crate::stages::{options, Cx, Scope, Stage};
+use crate::error::{Error, OptionError, Result};
+use crate::stages::{options, Cx, Scope, Stage, StageDef};
 use crate::transcript::record::Record;
 use crate::transcript::session::{is_conversational, Session, REFERENCE_FIELDS};
 
@@ -82,15 +82,22 @@ impl Relink {
     }
 }
 
-/// Registry builder.
-pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+/// The stage's entry in the registry.
+pub const DEF: StageDef = StageDef {
+    name: "relink",
+    about:
+        "re-point every reference after drops/inserts; repair dangling parents, cycles, tool pairs",
+    build,
+};
+
+fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
     let opts: RelinkOptions = options(table)?;
     Ok(Box::new(Relink::new(opts)))
 }
 
 impl Stage for Relink {
     fn name(&self) -> &'static str {
-        "relink"
+        DEF.name
     }
 
     fn scope(&self) -> Scope {
@@ -188,7 +195,6 @@ pub enum Resolution {
 /// Resolve `uuid` through the session's tombstones.
 pub fn resolve(s: &Session<'_>, uuid: &str) -> Resolution {
     let mut cur = uuid;
-    let mut first = true;
     for _ in 0..=s.removed.len() {
         if s.by_uuid.contains_key(cur) {
             return Resolution::Survivor(cur.to_string());
@@ -196,11 +202,10 @@ pub fn resolve(s: &Session<'_>, uuid: &str) -> Resolution {
         match s.removed.get(cur) {
             Some(Some(p)) => cur = p,
             Some(None) => return Resolution::Root,
-            None if first => return Resolution::Unknown,
-            // A removed record whose parent was itself dangling: its chain has no survivor.
+            // Never existed, or a removed record whose parent was itself dangling: its chain
+            // has no survivor.
             None => return Resolution::Unknown,
         }
-        first = false;
     }
     Resolution::Unknown
 }

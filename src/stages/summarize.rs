@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::error::Result;
+use crate::error::{OptionError, Result};
 use crate::stages::relink::{envelope, new_uuid, relink, stage_err};
-use crate::stages::{options, Cx, Scope, Stage};
+use crate::stages::{options, Cx, Scope, Stage, StageDef};
 use crate::transcript::record::Record;
 use crate::transcript::session::{is_prompt, Session};
 use crate::transcript::turns::{message_text, shorten};
@@ -80,14 +80,17 @@ pub struct SummarizeRange {
 }
 
 /// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive).
-pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), String> {
+pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), OptionError> {
     let bad = || {
-        format!("key `turns`: `{spec}` is not a turn range; write A..B (inclusive), A.., ..B or N")
+        OptionError::key(
+            "turns",
+            format!("`{spec}` is not a turn range; write A..B (inclusive), A.., ..B or N"),
+        )
     };
-    let num = |s: &str| -> std::result::Result<usize, String> {
+    let num = |s: &str| -> std::result::Result<usize, OptionError> {
         let n: usize = s.trim().parse().map_err(|_| bad())?;
         if n == 0 {
-            return Err("key `turns`: turns are numbered from 1".into());
+            return Err(OptionError::key("turns", "turns are numbered from 1"));
         }
         Ok(n)
     };
@@ -104,23 +107,26 @@ pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), St
         Some(num(b)?)
     };
     if to.is_some_and(|t| t < from) {
-        return Err(format!("key `turns`: `{spec}` ends before it starts"));
+        return Err(OptionError::key(
+            "turns",
+            format!("`{spec}` ends before it starts"),
+        ));
     }
     Ok((from, to))
 }
 
 impl SummarizeRange {
     /// Build the stage, validating the options.
-    pub fn new(o: SummarizeOptions) -> std::result::Result<Self, String> {
+    pub fn new(o: SummarizeOptions) -> std::result::Result<Self, OptionError> {
         let by_uuid = o.from.is_some() || o.to.is_some();
         let chosen = [by_uuid, o.turns.is_some(), o.keep_last.is_some()]
             .iter()
             .filter(|&&b| b)
             .count();
         if chosen != 1 {
-            return Err(
-                "choose the range with exactly one of `from`/`to`, `turns` or `keep_last`".into(),
-            );
+            return Err(OptionError::general(
+                "choose the range with exactly one of `from`/`to`, `turns` or `keep_last`",
+            ));
         }
         let selector = if by_uuid {
             Selector::Uuids(o.from, o.to)
@@ -131,16 +137,19 @@ impl SummarizeRange {
             Selector::KeepLast(o.keep_last.unwrap_or(0))
         };
         if o.text.is_some() && o.command.is_some() {
-            return Err("key `command`: give either `text` or `command`, not both".into());
+            return Err(OptionError::key(
+                "command",
+                "give either `text` or `command`, not both",
+            ));
         }
         if o.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
-            return Err("key `text`: the summary text is empty".into());
+            return Err(OptionError::key("text", "the summary text is empty"));
         }
         if o.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
-            return Err("key `command`: the command is empty".into());
+            return Err(OptionError::key("command", "the command is empty"));
         }
         if o.timeout_secs == Some(0) {
-            return Err("key `timeout_secs`: must be at least 1".into());
+            return Err(OptionError::key("timeout_secs", "must be at least 1"));
         }
         Ok(SummarizeRange {
             selector,
@@ -151,15 +160,21 @@ impl SummarizeRange {
     }
 }
 
-/// Registry builder.
-pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+/// The stage's entry in the registry.
+pub const DEF: StageDef = StageDef {
+    name: "summarize-range",
+    about: "replace a range of turns with one summary turn (text, command or digest)",
+    build,
+};
+
+fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
     let opts: SummarizeOptions = options(table)?;
     Ok(Box::new(SummarizeRange::new(opts)?))
 }
 
 impl Stage for SummarizeRange {
     fn name(&self) -> &'static str {
-        NAME
+        DEF.name
     }
 
     fn scope(&self) -> Scope {

@@ -205,20 +205,6 @@ impl<'a> Session<'a> {
             .insert(uuid.to_string(), replacement.map(str::to_string));
     }
 
-    /// The nearest record that survives at or above `uuid`: `uuid` itself when it is in the
-    /// file, else the first surviving ancestor found through the tombstones. `None` when the
-    /// chain ends (a removed root) or `uuid` was never known (a dangling reference).
-    pub fn surviving_ancestor(&self, uuid: &str) -> Option<String> {
-        let mut cur = uuid;
-        for _ in 0..=self.removed.len() {
-            if self.by_uuid.contains_key(cur) {
-                return Some(cur.to_string());
-            }
-            cur = self.removed.get(cur)?.as_deref()?;
-        }
-        None
-    }
-
     /// Header of record `i` (`None` for a line that is not a JSON object).
     pub fn header(&self, i: usize) -> Option<&Header> {
         self.records[i].header()

@@ -144,10 +144,7 @@ pub fn changing_pipeline() -> &'static (PathBuf, String) {
         std::fs::create_dir_all(&dir).unwrap();
         let probe = dir.join("probe.jsonl");
         std::fs::write(&probe, session(7, 20_000)).unwrap();
-        let registered: Vec<&str> = cchist::stages::registry()
-            .iter()
-            .map(|(n, _, _)| *n)
-            .collect();
+        let registered: Vec<&str> = cchist::stages::REGISTRY.iter().map(|d| d.name).collect();
         for stage in ["drop-tool-noise", "redact", "relink"] {
             if !registered.contains(&stage) {
                 continue;

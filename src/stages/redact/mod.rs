@@ -44,9 +44,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{OptionError, Result};
 use crate::findings::Finding;
-use crate::stages::{Cx, Stage, Verdict};
+use crate::stages::{Cx, Stage, StageDef, Verdict};
 use crate::transcript::record::Record;
 use json::Seg;
 pub use redactor::{LineFinding, LineResult, Redactor};
@@ -157,14 +157,21 @@ impl Redact {
 }
 
 /// Build the stage from its pipeline-file options.
-pub fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, String> {
+/// The stage's entry in the registry.
+pub const DEF: StageDef = StageDef {
+    name: "redact",
+    about: "find secrets (keys, tokens, passwords, private keys) in every string and replace them",
+    build,
+};
+
+fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
     let opts: RedactOptions = crate::stages::options(table)?;
     Ok(Box::new(Redact::new(Redactor::new(&opts)?, false)))
 }
 
 impl Stage for Redact {
     fn name(&self) -> &'static str {
-        "redact"
+        DEF.name
     }
 
     fn applies_to_copies(&self) -> bool {

@@ -9,6 +9,7 @@ use sha2::Sha256;
 use super::json::{self, esc, Frame, PathGlob, Seg, Tok};
 use super::scan::{self, Compiled, Engine, Found, Hit};
 use super::{checks, rules, RedactOptions, KEY_ENV};
+use crate::error::OptionError;
 use crate::transcript::record::Record;
 
 const DEFAULT_FINGERPRINT_KEY: &[u8] =
@@ -68,14 +69,15 @@ fn keyed_hash(key: &[u8], data: &[u8]) -> String {
     out[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn parse_template(t: &str) -> std::result::Result<Vec<Part>, String> {
+fn parse_template(t: &str) -> std::result::Result<Vec<Part>, OptionError> {
     if t.is_empty() {
-        return Err("key `replacement`: must not be empty".into());
+        return Err(OptionError::key("replacement", "must not be empty"));
     }
     if t.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
-        return Err(
-            "key `replacement`: must not hold quotes, backslashes or control characters".into(),
-        );
+        return Err(OptionError::key(
+            "replacement",
+            "must not hold quotes, backslashes or control characters",
+        ));
     }
     let mut parts = Vec::new();
     let mut rest = t;
@@ -91,8 +93,9 @@ fn parse_template(t: &str) -> std::result::Result<Vec<Part>, String> {
             parts.push(Part::Hash);
             rest = r2;
         } else {
-            return Err(format!(
-                "key `replacement`: unknown placeholder at `{r}`; use {{rule}} or {{hash}}"
+            return Err(OptionError::key(
+                "replacement",
+                format!("unknown placeholder at `{r}`; use {{rule}} or {{hash}}"),
             ));
         }
     }
@@ -102,13 +105,17 @@ fn parse_template(t: &str) -> std::result::Result<Vec<Part>, String> {
     Ok(parts)
 }
 
-fn read_key(opts: &RedactOptions) -> std::result::Result<Option<Vec<u8>>, String> {
+fn read_key(opts: &RedactOptions) -> std::result::Result<Option<Vec<u8>>, OptionError> {
     if let Some(p) = &opts.key_file {
-        let k = std::fs::read(p)
-            .map_err(|e| format!("key `key_file`: cannot read {}: {e}", p.display()))?;
+        let k = std::fs::read(p).map_err(|e| {
+            OptionError::key("key_file", format!("cannot read {}: {e}", p.display()))
+        })?;
         let k = k.trim_ascii().to_vec();
         if k.is_empty() {
-            return Err(format!("key `key_file`: {} is empty", p.display()));
+            return Err(OptionError::key(
+                "key_file",
+                format!("{} is empty", p.display()),
+            ));
         }
         return Ok(Some(k));
     }
@@ -128,7 +135,7 @@ fn valid_keyword(k: &str) -> bool {
 
 impl Redactor {
     /// Compile the options; errors name the offending key.
-    pub fn new(opts: &RedactOptions) -> std::result::Result<Redactor, String> {
+    pub fn new(opts: &RedactOptions) -> std::result::Result<Redactor, OptionError> {
         let sel = &opts.rules;
         for id in sel
             .enable
@@ -137,8 +144,9 @@ impl Redactor {
             .chain(sel.only.iter().flatten())
         {
             if rules::find(id).is_none() {
-                return Err(format!(
-                    "key `rules`: unknown rule `{id}`; `cchist rules` lists them"
+                return Err(OptionError::key(
+                    "rules",
+                    format!("unknown rule `{id}`; `cchist rules` lists them"),
                 ));
             }
         }
@@ -152,25 +160,30 @@ impl Redactor {
                     .chars()
                     .all(|x| x.is_ascii_alphanumeric() || matches!(x, '.' | '_' | '-'))
             {
-                return Err(format!(
-                    "key `custom`: rule id `{}` must be letters, digits, `.`, `_`, `-`",
-                    c.id
+                return Err(OptionError::key(
+                    "custom",
+                    format!("rule id `{}` must be letters, digits, `.`, `_`, `-`", c.id),
                 ));
             }
             if rules::find(&c.id).is_some() || !seen.insert(c.id.clone()) {
-                return Err(format!("key `custom`: rule id `{}` is already taken", c.id));
+                return Err(OptionError::key(
+                    "custom",
+                    format!("rule id `{}` is already taken", c.id),
+                ));
             }
             if c.keywords.is_empty() {
-                return Err(format!(
-                    "key `custom`: rule `{}` needs `keywords` (literals every match contains)",
-                    c.id
+                return Err(OptionError::key(
+                    "custom",
+                    format!(
+                        "rule `{}` needs `keywords` (literals every match contains)",
+                        c.id
+                    ),
                 ));
             }
             if let Some(k) = c.keywords.iter().find(|k| !valid_keyword(k)) {
-                return Err(format!(
-                    "key `custom`: rule `{}`: keyword {k:?} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
+                return Err(OptionError::key("custom", format!("rule `{}`: keyword {k:?} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
                     c.id
-                ));
+                )));
             }
             let checks = c.entropy.map(checks::Check::Entropy).into_iter().collect();
             let title = if c.description.is_empty() {
@@ -189,7 +202,7 @@ impl Redactor {
                     field: false,
                     trim: false,
                 })
-                .map_err(|e| format!("key `custom`: {e}"))?,
+                .map_err(|e| OptionError::key("custom", e.to_string()))?,
             );
             keywords.push(
                 c.keywords
@@ -210,16 +223,19 @@ impl Redactor {
             if !on {
                 continue;
             }
-            compiled.push(Compiled::new(scan::Spec {
-                id: r.id,
-                title: r.title,
-                regex: r.regex,
-                builtin: true,
-                before: r.before,
-                checks: r.checks.to_vec(),
-                field: r.field,
-                trim: r.trim,
-            })?);
+            compiled.push(
+                Compiled::new(scan::Spec {
+                    id: r.id,
+                    title: r.title,
+                    regex: r.regex,
+                    builtin: true,
+                    before: r.before,
+                    checks: r.checks.to_vec(),
+                    field: r.field,
+                    trim: r.trim,
+                })
+                .map_err(OptionError::general)?,
+            );
             keywords.push(r.keywords.iter().map(scan::KwSpec::from).collect());
         }
         let has_field_rules = compiled.iter().any(|c| c.field);
@@ -229,19 +245,21 @@ impl Redactor {
             .allow
             .regexes
             .iter()
-            .map(|r| Regex::new(r).map_err(|e| format!("key `allow`: bad regex {r:?}: {e}")))
+            .map(|r| {
+                Regex::new(r)
+                    .map_err(|e| OptionError::key("allow", format!("bad regex {r:?}: {e}")))
+            })
             .collect::<std::result::Result<_, _>>()?;
         let allow_paths = opts
             .allow
             .paths
             .iter()
-            .map(|p| PathGlob::parse(p).map_err(|e| format!("key `allow`: path {e}")))
+            .map(|p| PathGlob::parse(p).map_err(|e| OptionError::key("allow", format!("path {e}"))))
             .collect::<std::result::Result<_, _>>()?;
         let key = read_key(opts)?;
         if opts.pseudonymize && key.is_none() {
-            return Err(format!(
-                "key `pseudonymize`: needs a key: set {KEY_ENV} or `key_file` (the same key gives the same pseudonyms across files)"
-            ));
+            return Err(OptionError::key("pseudonymize", format!("needs a key: set {KEY_ENV} or `key_file` (the same key gives the same pseudonyms across files)"
+            )));
         }
         let default = if opts.pseudonymize {
             "[REDACTED:{rule}:{hash}]"
@@ -250,8 +268,9 @@ impl Redactor {
         };
         let template = parse_template(opts.replacement.as_deref().unwrap_or(default))?;
         if template.iter().any(|p| matches!(p, Part::Hash)) && key.is_none() {
-            return Err(format!(
-                "key `replacement`: {{hash}} needs a key: set {KEY_ENV} or `key_file`"
+            return Err(OptionError::key(
+                "replacement",
+                format!("{{hash}} needs a key: set {KEY_ENV} or `key_file`"),
             ));
         }
         let mut ph = String::new();
@@ -284,11 +303,6 @@ impl Redactor {
         })
     }
 
-    /// Ids of the active rules, indexed by [`LineFinding::rule`].
-    pub fn rule_ids(&self) -> Vec<&str> {
-        self.engine.rules.iter().map(|r| r.id.as_str()).collect()
-    }
-
     /// Id of active rule `i`.
     pub fn rule_id(&self, i: usize) -> &str {
         &self.engine.rules[i].id
@@ -302,24 +316,6 @@ impl Redactor {
     /// The prefilter's keywords (lower-cased, unique).
     pub fn keywords(&self) -> Vec<String> {
         self.engine.keywords()
-    }
-
-    /// The confirmed keyword occurrences in `text` as (rule id, offset): what makes the
-    /// prefilter pass a line (for diagnostics and tuning).
-    pub fn keyword_hits(&self, text: &[u8]) -> Vec<(String, usize)> {
-        let mut v = Vec::new();
-        self.engine.hits(text, true, &mut v);
-        v.sort_unstable_by_key(|h| (h.pos, h.rule));
-        v.iter()
-            .map(|h| {
-                let id = if h.rule == scan::ESCAPE {
-                    "(escape)"
-                } else {
-                    self.rule_id(h.rule as usize)
-                };
-                (id.to_string(), h.pos)
-            })
-            .collect()
     }
 
     /// A keyed short hash of `secret` (the pseudonym, and the fingerprint in reports).

@@ -963,7 +963,7 @@ fn pseudonyms_are_keyed_and_stable() {
     })
     .err()
     .unwrap();
-    assert!(err.contains("key_file"), "{err}");
+    assert!(err.key.as_deref() == Some("key_file"), "{err}");
 }
 
 #[test]

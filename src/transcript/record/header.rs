@@ -137,11 +137,6 @@ impl Header {
             .filter(|b| b.kind == "tool_result")
             .filter_map(|b| b.tool_use_id.as_deref())
     }
-
-    /// True for a `system` record that starts a compacted segment.
-    pub fn is_compact_boundary(&self) -> bool {
-        self.ty == "system" && self.subtype.as_deref() == Some("compact_boundary")
-    }
 }
 
 /// The decoded name of a key (keys are almost never escaped).
