@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Compare the outputs of every shipped pipeline between two cchist binaries, file by file, on
+# a corpus (default: tests/corpus, plus ../shared/corpus when present). Prints one line per
+# (pipeline, file) that differs and a summary; exits 1 when anything differs.
+#
+#   scripts/compare-outputs.sh OLD_BINARY [NEW_BINARY] [CORPUS_DIR…]
+set -euo pipefail
+old=${1:?usage: compare-outputs.sh OLD_BINARY [NEW_BINARY] [CORPUS_DIR…]}
+new=${2:-target/release/cchist}
+shift $(( $# >= 2 ? 2 : 1 ))
+dirs=("$@")
+if [ ${#dirs[@]} -eq 0 ]; then
+  [ -d tests/corpus ] && dirs+=(tests/corpus)
+  [ -d ../shared/corpus ] && dirs+=(../shared/corpus)
+fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+same=0; differ=0
+while IFS= read -r -d '' f; do
+  for p in identity scrub share compact; do
+    "$old" run -p "$p" "$f" >"$tmp/old" 2>/dev/null || true
+    "$new" run -p "$p" "$f" >"$tmp/new" 2>/dev/null || true
+    if cmp -s "$tmp/old" "$tmp/new"; then
+      same=$((same + 1))
+    else
+      differ=$((differ + 1))
+      echo "differs: $p $f"
+    fi
+  done
+done < <(find "${dirs[@]}" -name '*.jsonl' -print0 | sort -z)
+echo "$same identical, $differ differ (pipelines identity, scrub, share, compact)"
+[ "$differ" -eq 0 ]
