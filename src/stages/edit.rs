@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::error::OptionError;
 use crate::stages::{Cx, Scope, Stage};
 use crate::transcript::record::Record;
 use crate::transcript::session::{Session, Turn};
@@ -102,24 +103,27 @@ pub struct OpsDoc {
 }
 
 impl OpsDoc {
-    /// Parse and check a document; errors name the operation index and field.
-    pub fn parse(text: &str) -> Result<OpsDoc, String> {
+    /// Parse and check a document; errors name the field (`operations[2].turns`).
+    pub fn parse(text: &str) -> Result<OpsDoc, OptionError> {
         let doc: OpsDoc = serde_json::from_str(text).map_err(|e| {
-            format!("operations document: {e} (expected {{\"action\":\"modify_history\",\"operations\":[…]}})")
+            OptionError::general(format!("not an operations document: {e} (expected {{\"action\":\"modify_history\",\"operations\":[…]}})"))
         })?;
         if doc.action != "modify_history" {
-            return Err(format!(
-                "operations document: field `action`: expected \"modify_history\", found {:?}",
-                doc.action
+            return Err(OptionError::key(
+                "action",
+                format!("expected \"modify_history\", found {:?}", doc.action),
             ));
         }
         if doc.operations.is_empty() {
-            return Err("operations document: field `operations` is empty".into());
+            return Err(OptionError::key("operations", "is empty"));
         }
         for (i, op) in doc.operations.iter().enumerate() {
             match op {
                 Op::Delete { turns } | Op::Replace { turns, .. } if turns.is_empty() => {
-                    return Err(format!("operation {i}: field `turns` is empty"))
+                    return Err(OptionError::key(
+                        &format!("operations[{i}].turns"),
+                        "is empty",
+                    ))
                 }
                 _ => {}
             }
