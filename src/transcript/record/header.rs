@@ -499,12 +499,18 @@ mod tests {
         })
     }
 
-    /// Every line of the shared corpus and of the test fixtures reads the same as with the
-    /// serde_json implementation the scanner replaced.
+    /// Every line of the corpus (`tests/corpus`, and `../shared/corpus` when checked out beside
+    /// the repository) and of the examples reads the same as with the serde_json
+    /// implementation the scanner replaced.
     #[test]
     fn scanner_agrees_with_serde_on_every_corpus_line() {
         let mut files = Vec::new();
-        for dir in ["../shared/corpus", "tests/fixtures", "examples"] {
+        for dir in [
+            "tests/corpus",
+            "../shared/corpus",
+            "tests/fixtures",
+            "examples",
+        ] {
             collect_jsonl(std::path::Path::new(dir), &mut files);
         }
         let mut lines = 0;
@@ -517,7 +523,10 @@ mod tests {
                 lines += 1;
             }
         }
-        assert!(lines > 100, "found only {lines} lines");
+        assert!(
+            lines > 1000,
+            "found only {lines} lines: is tests/corpus missing?"
+        );
     }
 
     fn collect_jsonl(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {

@@ -1,0 +1,17 @@
+//! Tests against the real Claude Code CLI (pinned, driven against a local mock of the Messages
+//! API by `support`): what cchist writes must resume as the CLI would resume the original.
+//! Without the CLI they skip with a note, except under `CI=true`.
+//!
+//! `corpus_gen` regenerates the sessions under `tests/corpus/generated` (ignored by default).
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod corpus_gen;
+mod edit_resume;
+mod history_resume;
+mod hook_resume;
+mod redact_resume;
+mod resume;

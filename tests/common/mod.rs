@@ -1,0 +1,193 @@
+//! The two helpers every integration-test binary shares: running the `cchist` binary, and
+//! finding corpus files.
+//!
+//! The corpus lives in the repository (`tests/corpus/`, see its README): sessions the real
+//! Claude Code CLI wrote for `tests/corpus/scenarios/*.json`, and MIT-licensed public
+//! transcripts. A checkout of `shared/` beside the repository adds an extended corpus
+//! (`../shared/corpus`, same layout); tests that iterate the corpus also run over it when it is
+//! there and say so when it is not. No test needs it.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The `cchist` binary Cargo built for this test run.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_cchist"))
+}
+
+/// A command running the `cchist` binary, stdin closed (a test never waits on a terminal);
+/// add arguments, environment or another stdin as needed.
+pub fn cchist() -> Command {
+    let mut c = Command::new(bin());
+    c.stdin(Stdio::null());
+    c
+}
+
+/// Runs `cchist args` and returns its output, whatever the exit status.
+pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    cchist().args(args).output().expect("run cchist")
+}
+
+/// Runs `cmd`, asserts it exits 0 (else panics with its arguments and stderr) and returns its
+/// output.
+pub fn ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run cchist");
+    assert!(
+        out.status.success(),
+        "cchist {:?} failed ({}): {}",
+        cmd.get_args().collect::<Vec<_>>(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `cchist args`, asserts it exits 0 and returns stdout.
+pub fn stdout_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<u8> {
+    ok(cchist().args(args)).stdout
+}
+
+/// The repository root.
+pub fn manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The in-repository corpus, `tests/corpus`.
+pub fn corpus_dir() -> PathBuf {
+    manifest().join("tests/corpus")
+}
+
+/// The extended corpus `../shared/corpus`, when checked out beside the repository. Says once
+/// on stderr when it is absent.
+pub fn extended_dir() -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = manifest().join("../shared/corpus");
+        if d.is_dir() {
+            Some(d)
+        } else {
+            eprintln!(
+                "note: no extended corpus at {}: corpus-wide tests run over tests/corpus only",
+                d.display()
+            );
+            None
+        }
+    })
+    .clone()
+}
+
+/// `tests/corpus/<rel>`; panics if the repository lacks it.
+pub fn corpus(rel: &str) -> PathBuf {
+    let p = corpus_dir().join(rel);
+    assert!(p.is_file(), "corpus file missing: {}", p.display());
+    p
+}
+
+/// `<rel>` from the in-repository corpus, else from the extended one; `None` (said on stderr)
+/// when only the extended corpus would hold it and it is absent.
+pub fn corpus_any(rel: &str) -> Option<PathBuf> {
+    let p = corpus_dir().join(rel);
+    if p.is_file() {
+        return Some(p);
+    }
+    match extended_dir().map(|d| d.join(rel)) {
+        Some(p) if p.is_file() => Some(p),
+        Some(p) => panic!("corpus file missing in both corpora: {}", p.display()),
+        None => {
+            eprintln!("skipping {rel}: only in the extended corpus, which is absent");
+            None
+        }
+    }
+}
+
+/// The scenario `tests/corpus/scenarios/<name>.json` that made `generated/<name>.jsonl`.
+pub fn scenario(name: &str) -> PathBuf {
+    corpus(&format!("scenarios/{name}.json"))
+}
+
+/// Every `*.jsonl` file under `sub` (e.g. `"real"`, `"generated"`, `""` for all) of the
+/// in-repository corpus, then those of the extended corpus whose relative path the repository
+/// does not hold; sorted within each corpus.
+pub fn corpus_files(sub: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut own = BTreeSet::new();
+    let here = corpus_dir();
+    for p in jsonl_under(&here.join(sub)) {
+        own.insert(p.strip_prefix(&here).expect("under corpus").to_path_buf());
+        files.push(p);
+    }
+    if let Some(ext) = extended_dir() {
+        for p in jsonl_under(&ext.join(sub)) {
+            if !own.contains(p.strip_prefix(&ext).expect("under corpus")) {
+                files.push(p);
+            }
+        }
+    }
+    files
+}
+
+/// The `*.jsonl` files directly under `sub` (`"real"` or `"generated"`) of both corpora, not
+/// those in companion folders; sorted within each corpus.
+pub fn flat_files(sub: &str) -> Vec<PathBuf> {
+    corpus_files(sub)
+        .into_iter()
+        .filter(|p| p.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new(sub)))
+        .collect()
+}
+
+/// Main-session transcripts of both corpora: [`flat_files`] without sub-agent files
+/// (`agent-*`).
+pub fn main_sessions(sub: &str) -> Vec<PathBuf> {
+    flat_files(sub)
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("agent-"))
+        })
+        .collect()
+}
+
+/// The number of `*.jsonl` files under `sub` of the in-repository corpus: a lower bound for
+/// [`corpus_files`], so a test cannot pass on an empty walk.
+pub fn own_corpus_len(sub: &str) -> usize {
+    jsonl_under(&corpus_dir().join(sub)).len()
+}
+
+/// `*.jsonl` files under `dir`, recursively, sorted; empty when `dir` does not exist.
+pub fn jsonl_under(dir: &Path) -> Vec<PathBuf> {
+    fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(d) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(dir, &mut v);
+    v.sort();
+    v
+}
+
+/// Recursively copies `src` into `dst`.
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).expect("create dir copy");
+    for entry in std::fs::read_dir(src).expect("read dir to copy") {
+        let entry = entry.expect("dir entry");
+        let to = dst.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).expect("copy file");
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! `cchist check --policy`: exit codes, baselines, and SARIF that the official SARIF
+//! Multitool validates (schema and rules) — what GitHub code scanning ingests.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{corpus, manifest, run};
+
+/// The pinned SARIF Multitool (`CCHIST_SARIF_MULTITOOL`, else under target/, installed with
+/// npm when missing). `None` (skip) without it, except under CI=true.
+fn multitool() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CCHIST_SARIF_MULTITOOL") {
+        return Some(PathBuf::from(p));
+    }
+    let dir = manifest().join("target/sarif-tool");
+    let bin = dir.join("node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool");
+    if !bin.exists() {
+        let _ = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg("@microsoft/sarif-multitool@5.7.0")
+            .output();
+    }
+    if bin.exists() {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755));
+        return Some(bin);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true but the SARIF Multitool is not installed (npm install @microsoft/sarif-multitool@5.7.0)"
+    );
+    eprintln!("skipping SARIF schema validation: the SARIF Multitool is not installed");
+    None
+}
+
+/// Errors the Multitool reports for a SARIF file (schema violations and rule errors).
+fn sarif_errors(tool: &Path, sarif: &Path) -> Vec<String> {
+    let out = sarif.with_extension("validation.sarif");
+    let run = Command::new(tool)
+        .arg("validate")
+        .arg(sarif)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .expect("run the SARIF Multitool");
+    assert!(
+        out.exists(),
+        "the Multitool wrote no report: {}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    v["runs"][0]["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["level"] == "error")
+        .map(|r| format!("{} {}", r["ruleId"], r["message"]))
+        .collect()
+}
+
+#[test]
+fn sarif_report_passes_the_official_validator() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "check",
+        "--policy",
+        "ci-policy",
+        "--format",
+        "sarif",
+        corpus("generated/p01_quickstart.jsonl").to_str().unwrap(),
+        corpus("real/thejamesnick__agentic-wallet__claude-session.jsonl")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "findings exit 1");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    let rules: Vec<&str> = results
+        .iter()
+        .map(|r| r["ruleId"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains(&"aws-access-key-id") && rules.contains(&"unpaired-tool-use"),
+        "{rules:?}"
+    );
+    for r in results {
+        let region = &r["locations"][0]["physicalLocation"]["region"];
+        assert!(region["startLine"].as_u64().unwrap() >= 1);
+    }
+    // Never a secret in the report.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("AKIAIOSFODNN7EXAMPLE"));
+    let Some(tool) = multitool() else { return };
+    let file = dir.path().join("report.sarif");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let errors = sarif_errors(&tool, &file);
+    assert!(errors.is_empty(), "SARIF Multitool errors: {errors:?}");
+    // The validator does reject a broken log, so the check above can fail.
+    let broken = dir.path().join("broken.sarif");
+    std::fs::write(&broken, r#"{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"x"}},"results":[{"ruleId":"a"}]}]}"#).unwrap();
+    assert!(!sarif_errors(&tool, &broken).is_empty());
+}
+
+#[test]
+fn policy_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    // clean: a session without secrets and a valid chain
+    let clean = run(&[
+        "check",
+        "--policy",
+        "ci-policy",
+        corpus("generated/p05_long.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stdout)
+    );
+    // a size limit the file breaks
+    let strict = dir.path().join("strict.toml");
+    std::fs::write(&strict, "version = 1\n[check]\ndeny_rules = []\nmax_transcript_bytes = 1000\nforbidden_tools = [\"Write\"]\n").unwrap();
+    let out = run(&[
+        "check",
+        "--policy",
+        strict.to_str().unwrap(),
+        "--format",
+        "json",
+        corpus("generated/p05_long.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["by_rule"]["max-transcript-bytes"], 1);
+    assert_eq!(
+        v["summary"]["by_rule"]["forbidden-tool"], 12,
+        "one Write per turn"
+    );
+    // errors: a policy typo, a pipeline without [check], a missing file
+    let typo = dir.path().join("typo.toml");
+    std::fs::write(&typo, "version = 1\n[check]\nmax_bytes = 3\n").unwrap();
+    let out = run(&[
+        "check",
+        "--policy",
+        typo.to_str().unwrap(),
+        corpus("generated/p05_long.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("max_bytes"));
+    let out = run(&[
+        "check",
+        "--policy",
+        "identity",
+        corpus("generated/p05_long.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["check", "--policy", "ci-policy", "/nonexistent.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn baseline_hides_known_findings_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("baseline.json");
+    let p01 = corpus("generated/p01_quickstart.jsonl");
+    let out = run(&[
+        "check",
+        "--policy",
+        "ci-policy",
+        "--write-baseline",
+        base.to_str().unwrap(),
+        p01.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&base).unwrap();
+    assert!(
+        !text.contains("AKIAIOSFODNN7EXAMPLE"),
+        "a baseline holds fingerprints only"
+    );
+    let out = run(&[
+        "check",
+        "--policy",
+        "ci-policy",
+        "--baseline",
+        base.to_str().unwrap(),
+        p01.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A new secret is still reported.
+    let f = dir.path().join("new.jsonl");
+    let mut data = std::fs::read(&p01).unwrap();
+    let key = format!("ghp_{}", "Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA9");
+    data.extend_from_slice(format!("{{\"type\":\"queue-operation\",\"operation\":\"enqueue\",\"content\":\"token {key}\"}}\n").as_bytes());
+    std::fs::write(&f, data).unwrap();
+    let out = run(&[
+        "check",
+        "--policy",
+        "ci-policy",
+        "--baseline",
+        base.to_str().unwrap(),
+        "--format",
+        "json",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["findings"], 1, "{v}");
+}

@@ -1,0 +1,27 @@
+//! Integration tests that need no Claude Code CLI, in one binary (one link of the crate): the
+//! commands run as a user would, the stages on the corpus, and the reliability checks.
+//!
+//! `common` runs the binary and finds corpus files (`tests/corpus`, plus `../shared/corpus`
+//! when present). The real-CLI resume tests live in `tests/claude/`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bulk;
+mod check_policy;
+mod drop_tool_noise;
+mod fork_companions;
+mod hook;
+mod identity;
+mod redact;
+mod redact_props;
+mod reliability_append;
+mod reliability_common;
+mod reliability_crash;
+mod reliability_hostile;
+mod reliability_perms;
+mod relink;
+mod sessions;
+mod stdin_session;
+mod summarize;
+mod validate;
