@@ -71,11 +71,7 @@ fn renumbered(one: &[u8], copies: usize) -> Vec<u8> {
 
 fn inputs() -> Vec<(&'static str, Vec<u8>)> {
     let medium = corpus::bytes();
-    let small = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/corpus/generated/p01_quickstart.jsonl"),
-    )
-    .unwrap();
+    let small = std::fs::read(corpus::dir().join("generated/p01_quickstart.jsonl")).unwrap();
     let large = renumbered(&medium, 4);
     vec![("small", small), ("medium", medium), ("large", large)]
 }

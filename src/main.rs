@@ -26,10 +26,12 @@ fn main() -> ExitCode {
     //   live data;
     // - no transparent huge pages (mimalloc asks for them): a touched 2 MB page counts whole
     //   in RSS, which took streaming pipelines past their 32 MB promise and gained no speed.
-    //   The prctl flag affects this process only.
+    //   The prctl flag affects this process only; transparent huge pages are a Linux feature
+    //   (elsewhere there is nothing to turn off).
     // SAFETY: FFI calls with plain integer arguments, before any other thread starts.
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        #[cfg(target_os = "linux")]
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     // Past `ulimit -f`, a write must fail with EFBIG (an error cchist reports, removing its

@@ -1,7 +1,20 @@
-//! The shared bench input: every *.jsonl under ../shared/corpus, sorted, concatenated, each
-//! file ending in a newline. Included by each bench with `mod corpus;`.
+//! The shared bench input: every *.jsonl under ../shared/corpus (the figures in the README were
+//! measured on it), or under tests/corpus when ../shared is not checked out beside the
+//! repository; sorted, concatenated, each file ending in a newline. Included by each bench with
+//! `mod corpus;`.
 
 use std::path::{Path, PathBuf};
+
+/// `../shared/corpus` when present, else the repository's `tests/corpus` (said on stderr).
+pub fn dir() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shared = root.join("../shared/corpus");
+    if shared.is_dir() {
+        return shared;
+    }
+    eprintln!("note: no ../shared/corpus beside the repository; benchmarking tests/corpus");
+    root.join("tests/corpus")
+}
 
 /// The concatenated corpus (about 20 MB).
 pub fn bytes() -> Vec<u8> {
@@ -16,10 +29,7 @@ pub fn bytes() -> Vec<u8> {
         }
     }
     let mut files = Vec::new();
-    walk(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-        &mut files,
-    );
+    walk(&dir(), &mut files);
     files.sort();
     let mut all = Vec::new();
     for f in files {
