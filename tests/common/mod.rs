@@ -51,6 +51,12 @@ pub fn stdout_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Vec<u8> {
     ok(cchist().args(args)).stdout
 }
 
+/// Writes one line to the real stderr, past libtest's capture, so a skip shows in every run.
+pub fn note(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "note: {msg}");
+}
+
 /// The repository root.
 pub fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -70,10 +76,10 @@ pub fn extended_dir() -> Option<PathBuf> {
         if d.is_dir() {
             Some(d)
         } else {
-            eprintln!(
-                "note: no extended corpus at {}: corpus-wide tests run over tests/corpus only",
+            note(&format!(
+                "no extended corpus at {}: corpus-wide tests run over tests/corpus only",
                 d.display()
-            );
+            ));
             None
         }
     })
@@ -98,7 +104,9 @@ pub fn corpus_any(rel: &str) -> Option<PathBuf> {
         Some(p) if p.is_file() => Some(p),
         Some(p) => panic!("corpus file missing in both corpora: {}", p.display()),
         None => {
-            eprintln!("skipping {rel}: only in the extended corpus, which is absent");
+            note(&format!(
+                "skipping {rel}: only in the extended corpus, which is absent"
+            ));
             None
         }
     }

@@ -21,6 +21,7 @@ mod reliability_crash;
 mod reliability_hostile;
 mod reliability_perms;
 mod relink;
+mod session_files;
 mod sessions;
 mod stdin_session;
 mod summarize;

@@ -4,7 +4,9 @@
 //! scrubs, and a fork must carry the same set, scrubbed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
+
+use crate::common::cchist;
 
 const ID: &str = "5b1f0000-0000-4000-8000-000000000001";
 
@@ -84,7 +86,7 @@ impl Sandbox {
 
     fn cchist(&self, args: &[&str], stdin: Option<String>) -> Output {
         use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cchist"))
+        let mut child = cchist()
             .args(args)
             .env("CLAUDE_CONFIG_DIR", &self.root)
             .stdin(Stdio::piped())
@@ -123,7 +125,7 @@ impl Sandbox {
 
     /// `check` over the whole config folder finds nothing.
     fn check_is_clean(&self) {
-        let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+        let out = cchist()
             .args(["check"])
             .arg(self.root.join("projects"))
             .output()
@@ -159,7 +161,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn check_reaches_every_member() {
     let s = Sandbox::new();
-    let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+    let out = cchist()
         .args(["check", "--format", "json"])
         .arg(&s.project)
         .output()
