@@ -291,7 +291,7 @@ fn is_conversational(v: &Value) -> bool {
 }
 
 // CLI runs are kept modest: every user/assistant record plus a sample of the others (every
-// record of these files is checked without the CLI in tests/relink.rs).
+// record of these files is checked without the CLI in tests/it/relink.rs).
 
 #[test]
 fn single_deletion_relinked_p01() {

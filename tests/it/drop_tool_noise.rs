@@ -1,5 +1,5 @@
 //! `drop-tool-noise` on the corpus, and the shipped pipeline files (no Claude Code CLI needed;
-//! `edit_resume.rs` checks the resume).
+//! `tests/claude/edit_resume.rs` checks the resume).
 
 use std::collections::HashSet;
 use std::path::Path;

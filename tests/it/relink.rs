@@ -1,5 +1,5 @@
 //! `relink` on the corpus and under random damage (no Claude Code CLI needed; see
-//! `edit_resume.rs` for the resume checks).
+//! `tests/claude/edit_resume.rs` for the resume checks).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
-//! `summarize-range` on the corpus (no Claude Code CLI needed; `edit_resume.rs` checks the
-//! resume).
+//! `summarize-range` on the corpus (no Claude Code CLI needed; `tests/claude/edit_resume.rs`
+//! checks the resume).
 
 use std::path::Path;
 
