@@ -4,7 +4,7 @@
 #
 #   scripts/bulk-scaling.sh [SESSIONS] [PIPELINE]     (default 64 sessions, scrub)
 #
-# Builds SESSIONS session files (one copy of the shared corpus each, ~19 MB, renumbered) in
+# Builds SESSIONS session files (a 2 MB cut of the corpus each, renumbered; see bigfile.py) in
 # SESSIONS/8 project folders, then times `run --all -p PIPELINE --dry-run` with -j1, -j2 and
 # -j$(nproc) (best of 3) and prints the speed-up. Needs cargo and python3.
 set -euo pipefail

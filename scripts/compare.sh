@@ -3,7 +3,7 @@
 #
 #   scripts/compare.sh [SIZE_MB]     (default 256)
 #
-# Builds a corpus of SIZE_MB from ../shared/corpus (real + generated sessions, repeated), then
+# Builds a corpus of SIZE_MB from ../shared/corpus, else tests/corpus (sessions, repeated), then
 # times each command (best of $RUNS runs, default 5: a shared VM is noisy) and prints MiB/s.
 # Needs: cargo, python3, rg (ripgrep) and jq from the machine's registries
 # (apt-get install ripgrep jq).
