@@ -73,6 +73,7 @@ pub fn mutate(
         let mode = Mode::InPlace {
             backup: Some(suffix.clone()),
             touch: false,
+            break_links: false,
         };
         let rel = s.path.file_name().map(Into::into).unwrap_or_default();
         let input = Input::File {
