@@ -2,6 +2,7 @@
 //! before the fix. `CCHIST_DATA_SAFETY_BIN` runs them against another build (an older one, to
 //! see what they catch).
 
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -573,8 +574,8 @@ impl cchist::stages::Stage for Truncate {
 // Item 8: a file truncated under an in-place run is an error (or a clean result), not SIGBUS.
 #[test]
 fn truncation_during_an_in_place_run_is_not_a_crash() {
-    use cchist::claude::walk::Input;
     use cchist::engine::{pipeline::Pipeline, runner};
+    use cchist::io::input::Input;
     let d = tempfile::tempdir().unwrap();
     let mut bytes = Vec::new();
     while bytes.len() < 4 << 20 {
@@ -611,4 +612,65 @@ fn truncation_during_an_in_place_run_is_not_a_crash() {
         0,
         "the truncation stands"
     );
+}
+
+// Item 2: undo refuses when the session changed since the edit; forced, it keeps what it
+// replaces.
+#[test]
+fn undo_refuses_a_session_changed_since_the_edit() {
+    let d = tempfile::tempdir().unwrap();
+    let bytes = session(ID, 3, false);
+    let p = write_session(d.path(), ID, &bytes);
+    let o = run(&["history", "delete", "--file", s(&p), "--turns", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let edited = std::fs::read(&p).unwrap();
+    // The session is resumed: a turn is appended.
+    let resumed = br#"{"type":"user","uuid":"99999999-0000-4000-8000-000000000001","message":{"role":"user","content":"added after the edit"}}
+"#;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(resumed)
+        .unwrap();
+    age(&p);
+    let o = run(&["undo", "--file", s(&p)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("appended"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    let mut with_turn = edited.clone();
+    with_turn.extend_from_slice(resumed);
+    assert_eq!(
+        std::fs::read(&p).unwrap(),
+        with_turn,
+        "undo touched the file"
+    );
+
+    let o = run(&["undo", "--force", "--file", s(&p)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&p).unwrap(), bytes, "not restored");
+    let kept: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|q| *q != p && std::fs::read(q).unwrap() == with_turn)
+        .collect();
+    assert_eq!(kept.len(), 1, "what the forced undo replaced is not kept");
+}
+
+// Item 2: an undo with nothing changed since the edit restores, and leaves nothing behind.
+#[test]
+fn undo_of_an_unchanged_edit_restores_and_cleans_up() {
+    let d = tempfile::tempdir().unwrap();
+    let bytes = session(ID, 3, false);
+    let p = write_session(d.path(), ID, &bytes);
+    for turn in ["1", "1"] {
+        let o = run(&["history", "delete", "--file", s(&p), "--turns", turn]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    for _ in 0..2 {
+        let o = run(&["undo", "--file", s(&p)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), bytes);
+    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "leftovers");
 }
