@@ -674,3 +674,46 @@ fn undo_of_an_unchanged_edit_restores_and_cleans_up() {
     assert_eq!(std::fs::read(&p).unwrap(), bytes);
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "leftovers");
 }
+
+// Item 11: `check` reports the sessions it skipped (links) in JSON and SARIF, and a scan that
+// skipped inputs does not exit 0.
+#[test]
+fn check_reports_skipped_links_and_does_not_look_clean() {
+    let d = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let real = write_session(outside.path(), ID, &session(ID, 3, false));
+    let dir = d.path().join("projects");
+    std::fs::create_dir_all(&dir).unwrap();
+    write_session(&dir, "clean", &session("clean", 1, false));
+    let link = dir.join("linked.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let o = run(&["check", "--format", "json", s(&dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["skipped"][0]["file"], s(&link), "{doc:#}");
+    assert!(stderr(&o).contains("not scanned"), "{}", stderr(&o));
+
+    let o = run(&["check", "--format", "sarif", s(&dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let log: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let inv = &log["runs"][0]["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false, "{log:#}");
+    let note = &inv["toolExecutionNotifications"][0];
+    assert!(
+        note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("linked.jsonl"),
+        "{log:#}"
+    );
+    if let Ok(tool) = std::env::var("CCHIST_SARIF_MULTITOOL") {
+        let f = d.path().join("out.sarif");
+        std::fs::write(&f, &o.stdout).unwrap();
+        let v = Command::new(tool)
+            .args(["validate", s(&f), "--output", s(&d.path().join("v.sarif"))])
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    }
+}
