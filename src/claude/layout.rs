@@ -370,6 +370,15 @@ pub fn owning_session_of(path: &Path) -> SessionFile {
                 .is_some_and(|n| n == "subagents" || n == "tool-results")
         })
         .and_then(Path::parent);
+    // A cchist backup (`<id>.jsonl.cchist-bak.<time>`) belongs to the transcript it copies.
+    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+        if let Some((main, _)) = name.split_once(BACKUP_MARK) {
+            let session = path.with_file_name(main);
+            if session.is_file() {
+                return SessionFile::from_path(&session);
+            }
+        }
+    }
     if let Some(dir) = companion {
         let session = dir.with_extension("jsonl");
         if dir.file_name().is_some() && session.is_file() {
