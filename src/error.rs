@@ -151,6 +151,14 @@ pub enum Error {
         /// The file.
         path: Origin,
     },
+    /// Another cchist held the file's lock for longer than this one would wait.
+    #[error("{path}: another cchist is writing this file (still locked after {} s); it was left untouched — run again when that one is done (CCHIST_LOCK_WAIT=SECONDS waits longer)", waited.as_secs_f64())]
+    Locked {
+        /// The file.
+        path: Origin,
+        /// How long this run waited.
+        waited: std::time::Duration,
+    },
     /// Anything else the caller must see as-is.
     #[error("{0}")]
     Other(String),

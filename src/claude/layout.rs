@@ -359,6 +359,35 @@ pub fn first_cwd(path: &Path) -> Option<String> {
     None
 }
 
+/// The main session a file belongs to, going by Claude Code's layout alone: a companion file
+/// (`<project>/<id>/subagents/…`, `<project>/<id>/tool-results/…`) belongs to
+/// `<project>/<id>.jsonl` when that file exists; any other file stands for itself.
+pub fn owning_session_of(path: &Path) -> SessionFile {
+    let companion = path
+        .parent()
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n == "subagents" || n == "tool-results")
+        })
+        .and_then(Path::parent);
+    // A cchist backup (`<id>.jsonl.cchist-bak.<time>`) belongs to the transcript it copies.
+    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+        if let Some((main, _)) = name.split_once(BACKUP_MARK) {
+            let session = path.with_file_name(main);
+            if session.is_file() {
+                return SessionFile::from_path(&session);
+            }
+        }
+    }
+    if let Some(dir) = companion {
+        let session = dir.with_extension("jsonl");
+        if dir.file_name().is_some() && session.is_file() {
+            return SessionFile::from_path(&session);
+        }
+    }
+    SessionFile::from_path(path)
+}
+
 /// How recently a session must have been written to count as live.
 pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
 

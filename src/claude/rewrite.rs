@@ -73,6 +73,7 @@ pub fn mutate(
         let mode = Mode::InPlace {
             backup: Some(suffix.clone()),
             touch: false,
+            break_links: false,
         };
         let rel = s.path.file_name().map(Into::into).unwrap_or_default();
         let input = Input::File {
@@ -85,12 +86,9 @@ pub fn mutate(
         }
         let mut backup = s.path.as_os_str().to_owned();
         backup.push(suffix);
-        return Ok((
-            report,
-            Written::InPlace {
-                backup: PathBuf::from(backup),
-            },
-        ));
+        let backup = PathBuf::from(backup);
+        record_written(&s.path, &backup)?;
+        return Ok((report, Written::InPlace { backup }));
     }
     let f = input::open(&s.path)?;
     let mut out = Vec::with_capacity(f.data.len());
@@ -126,19 +124,75 @@ fn backup_suffix(path: &Path) -> String {
     unreachable!("some suffix is free")
 }
 
-/// Copy `from` to `to` atomically, with `from`'s mode and mtime.
-fn copy_keeping_mode(from: &Path, to: &Path) -> Result<()> {
+/// Replace `to` (whose content was read, under its lock, as `was`) by a copy of `from`,
+/// atomically, with `from`'s mode and mtime. The copy is locked before it takes the name, and
+/// an append that landed since `was` was read fails the restore instead of being lost.
+fn restore_from(from: &Path, to: &Path, was: &input::InputFile) -> Result<()> {
     let o = Origin::file(to);
     let meta = std::fs::metadata(from).map_err(|e| Error::io(&Origin::file(from), "stat", e))?;
     let data = std::fs::read(from).map_err(|e| Error::io(&Origin::file(from), "read", e))?;
     let mut tmp = AtomicFile::create(to).map_err(|e| Error::io(&o, "create", e))?;
     tmp.write_all(&data)
         .map_err(|e| Error::io(&o, "write", e))?;
-    tmp.commit(Some(meta.mode()), meta.modified().ok())
+    let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(was.meta.uid()), Some(was.meta.gid()));
+    tmp.prepare(Some(meta.mode()), meta.modified().ok())
+        .map_err(|e| Error::io(&o, "write", e))?;
+    let _held = tmp
+        .file_ref()
+        .try_clone()
+        .and_then(|c| crate::io::lock::lock_file(&c).map(|()| c))
+        .map_err(|e| Error::io(&o, "lock", e))?;
+    let now = std::fs::symlink_metadata(to).map_err(|e| Error::io(&o, "stat", e))?;
+    if now.len() != was.meta.len() || now.ino() != was.meta.ino() {
+        return Err(Error::Concurrent { path: o });
+    }
+    tmp.persist().map_err(|e| Error::io(&o, "rename", e))
+}
+
+/// Where the record of what an edit wrote is kept: `.<backup name>.written` beside the backup
+/// (hidden, and outside the backup names [`backups`] lists).
+fn written_record(backup: &Path) -> PathBuf {
+    let name = backup
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    backup.with_file_name(format!(".{name}.written"))
+}
+
+/// What a file holds, to notice later whether it changed: its length and SHA-256.
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Fingerprint {
+    len: u64,
+    sha256: String,
+}
+
+fn fingerprint(bytes: &[u8]) -> Fingerprint {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    Fingerprint {
+        len: bytes.len() as u64,
+        sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+/// Note what the in-place edit that left `backup` wrote to `path`, so that `undo` can tell
+/// whether the session changed since (turns appended by a resumed session would be lost).
+fn record_written(path: &Path, backup: &Path) -> Result<()> {
+    let data = std::fs::read(path).map_err(|e| Error::io(&Origin::file(path), "read", e))?;
+    let rec = written_record(backup);
+    let o = Origin::file(&rec);
+    let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
+    serde_json::to_writer(&mut tmp, &fingerprint(&data))
+        .map_err(|e| Error::io(&o, "write", e.into()))?;
+    tmp.commit(Some(0o600), None)
         .map_err(|e| Error::io(&o, "rename", e))
 }
 
 /// Restore the newest backup of a session (atomically) and remove it; returns its path.
+///
+/// Refused when the session changed since the edit that left the backup (the restore would
+/// drop what was added since, e.g. the turns of a resumed session), unless `force`; a forced
+/// undo keeps what it replaces as `<session>.jsonl.cchist-undone.<stamp>`.
 pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     let Some(latest) = backups(&s.path).pop() else {
         return Err(Error::Other(format!(
@@ -154,9 +208,69 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
             )));
         }
     }
-    copy_keeping_mode(&latest, &s.path)?;
+    let origin = Origin::file(&s.path);
+    let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound())?;
+    let current = input::read_locked(locked, &origin)?;
+    let record = written_record(&latest);
+    let expected: Option<Fingerprint> = std::fs::read(&record)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let change = match &expected {
+        Some(e) if *e == fingerprint(&current.data) => None,
+        Some(e) => Some(describe_change(&current.data, e)),
+        None => Some("there is no record of what the edit wrote (a backup left by an older cchist?), so cchist cannot tell whether it changed since".to_string()),
+    };
+    if let Some(what) = &change {
+        if !force {
+            return Err(Error::Other(format!(
+                "{}: changed since the edit that left {}: {what}. Restoring would lose that; it was left untouched — pass --force to restore anyway (the current file is kept as {}<stamp>)",
+                s.path.display(),
+                latest.display(),
+                UNDONE_MARK
+            )));
+        }
+        let mut keep = s.path.as_os_str().to_owned();
+        keep.push(UNDONE_MARK);
+        keep.push(crate::io::clock::file_stamp(std::time::SystemTime::now()));
+        let keep = PathBuf::from(keep);
+        let o = Origin::file(&keep);
+        let mut tmp = AtomicFile::create(&keep).map_err(|e| Error::io(&o, "create", e))?;
+        tmp.write_all(&current.data)
+            .map_err(|e| Error::io(&o, "write", e))?;
+        tmp.commit(Some(current.meta.mode()), current.meta.modified().ok())
+            .map_err(|e| Error::io(&o, "rename", e))?;
+        eprintln!(
+            "cchist: {}: {what}; the replaced content is kept as {}",
+            s.path.display(),
+            keep.display()
+        );
+    }
+    restore_from(&latest, &s.path, &current)?;
+    drop(current);
     std::fs::remove_file(&latest).map_err(|e| Error::io(&Origin::file(&latest), "remove", e))?;
+    let _ = std::fs::remove_file(&record);
     Ok(latest)
+}
+
+/// Marker in the name of what a forced undo replaced: `<session>.jsonl.cchist-undone.<stamp>`.
+pub const UNDONE_MARK: &str = ".cchist-undone.";
+
+/// How `now` differs from what an edit wrote (`then`).
+fn describe_change(now: &[u8], then: &Fingerprint) -> String {
+    let was = then.len as usize;
+    if now.len() > was && fingerprint(&now[..was]) == *then {
+        let added = &now[was..];
+        let lines = memchr::memchr_iter(b'\n', added).count();
+        return format!(
+            "{} bytes ({lines} lines) were appended after it (the session was resumed?)",
+            added.len()
+        );
+    }
+    format!(
+        "its content differs from what the edit wrote ({} bytes now, {} then)",
+        now.len(),
+        was
+    )
 }
 
 /// Write `bytes` as a new session beside `s`: fresh id in the file name and in every record's

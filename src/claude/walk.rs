@@ -23,6 +23,9 @@ pub struct Walk {
     /// cchist temp files met: every one in a walked folder, and those of a file argument in
     /// its folder (see [`crate::io::output::remove_leftovers`]).
     pub leftovers: Vec<PathBuf>,
+    /// Inputs dropped because an earlier one is the same file (same device and inode: the
+    /// same path twice, overlapping folders, another name): each with the one kept.
+    pub duplicates: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Include/exclude filters.
@@ -97,14 +100,41 @@ pub fn expand(paths: &[PathBuf], filters: &Filters) -> Result<Walk> {
             });
         }
     }
+    dedupe(&mut walk);
     temp_files_of_args(paths, &mut walk.leftovers);
     walk.leftovers.sort();
     walk.leftovers.dedup();
     Ok(walk)
 }
 
-/// The temp files (`.<name>.cchist-tmp.<pid>.<n>`) of the file arguments, found in their
-/// folders (each folder read once).
+/// Keep the first of inputs that are the same file (device and inode), so a pipeline never
+/// runs twice over one file in a run (and a backup holds the original, not a first pass).
+pub fn dedupe(walk: &mut Walk) {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: std::collections::HashMap<(u64, u64), PathBuf> = Default::default();
+    let dups = &mut walk.duplicates;
+    walk.inputs.retain(|inp| {
+        let Input::File { path, .. } = inp else {
+            return true;
+        };
+        let Ok(m) = std::fs::metadata(path) else {
+            return true;
+        };
+        match seen.entry((m.dev(), m.ino())) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                dups.push((path.clone(), first.get().clone()));
+                false
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(path.clone());
+                true
+            }
+        }
+    });
+}
+
+/// The temp files (`.<name>.cchist-tmp.<pid>.<n>`, `.<name><backup suffix>.cchist-tmp.…`) of
+/// the file arguments, found in their folders (each folder read once).
 fn temp_files_of_args(paths: &[PathBuf], out: &mut Vec<PathBuf>) {
     let mut by_dir: std::collections::BTreeMap<&Path, std::collections::HashSet<&str>> =
         Default::default();
@@ -129,7 +159,8 @@ fn temp_files_of_args(paths: &[PathBuf], out: &mut Vec<PathBuf>) {
             let is_ours = n
                 .to_str()
                 .and_then(crate::io::output::parse_temp_name)
-                .is_some_and(|(target, _, _)| names.contains(&target));
+                // `<name><suffix>` too: a backup staged by a killed `--backup` run.
+                .is_some_and(|(target, _, _)| names.iter().any(|n| target.starts_with(n)));
             if is_ours && e.file_type().is_ok_and(|t| t.is_file()) {
                 out.push(dir.join(&n));
             }

@@ -42,10 +42,14 @@ pub struct IoArgs {
     /// them, and history.jsonl. With --in-place, live sessions are skipped unless --force.
     #[arg(long)]
     pub all: bool,
-    /// With --all: also process sessions that look live (written in the last minute or open
-    /// in a running claude).
-    #[arg(long, requires = "all")]
+    /// With --in-place: also write sessions that look live (written in the last minute or
+    /// open in a running claude). Without it such files are refused (skipped with --all).
+    #[arg(long)]
     pub force: bool,
+    /// With --in-place: replace a file that has other hard links anyway. The other names keep
+    /// the old content (secrets included); without this flag such a file is refused.
+    #[arg(long, requires = "in_place")]
+    pub break_hard_links: bool,
     /// Process this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
     #[arg(short = 's', long, value_name = "ID")]
     pub session: Option<String>,
@@ -64,6 +68,7 @@ impl IoArgs {
             Mode::InPlace {
                 backup: self.backup.clone(),
                 touch: self.touch,
+                break_links: self.break_hard_links,
             }
         } else if let Some(d) = &self.out_dir {
             Mode::OutDir(d.clone())

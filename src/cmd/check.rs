@@ -148,6 +148,20 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         status = ExitStatus::Error;
         eprintln!("cchist: error: {name}: {e}");
     }
+    // Inputs the walk passed over (links are never followed) were not scanned: the scan is
+    // incomplete, so it must not look clean.
+    let skipped: Vec<(String, String)> = walk
+        .skipped
+        .iter()
+        .map(|(p, why)| (p.display().to_string(), why.clone()))
+        .collect();
+    if !skipped.is_empty() {
+        status = ExitStatus::Error;
+        eprintln!(
+            "cchist: error: {} input(s) not scanned (listed above); the scan is incomplete — pass the real files to scan them",
+            skipped.len()
+        );
+    }
     let known = match &args.baseline {
         Some(b) => baseline::read(b)?,
         None => Default::default(),
@@ -194,11 +208,39 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 .map(|(f, e)| json!({"file": f, "error": e}))
                 .collect::<Vec<_>>());
             doc["summary"]["scanned"] = json!(scanned);
+            doc["skipped"] = json!(skipped
+                .iter()
+                .map(|(f, why)| json!({"file": f, "reason": why}))
+                .collect::<Vec<_>>());
+            doc["summary"]["skipped"] = json!(skipped.len());
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         }
         CheckFormat::Sarif => {
-            serde_json::to_writer_pretty(&mut out, &report::sarif(&files, &describe_rule))?;
+            let mut log = report::sarif(&files, &describe_rule);
+            // Inputs not scanned and files that failed are the run's notifications: a
+            // consumer sees the scan was incomplete, not a clean result.
+            let note = |f: &str, text: String| {
+                json!({
+                    "level": "error",
+                    "message": {"text": text},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": report::uri(f)}}}],
+                })
+            };
+            let notes: Vec<_> = skipped
+                .iter()
+                .map(|(f, why)| note(f, format!("not scanned: {why}")))
+                .chain(
+                    errors
+                        .iter()
+                        .map(|(f, e)| note(f, format!("not scanned: {e}"))),
+                )
+                .collect();
+            log["runs"][0]["invocations"] = json!([{
+                "executionSuccessful": notes.is_empty(),
+                "toolExecutionNotifications": notes,
+            }]);
+            serde_json::to_writer_pretty(&mut out, &log)?;
             writeln!(out)?;
         }
     }

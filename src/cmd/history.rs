@@ -104,8 +104,9 @@ impl From<RoleArg> for Role {
     }
 }
 
-/// Parse `3,5-7,<uuid>` into turn references.
-pub fn parse_turn_list(s: &str) -> anyhow::Result<Vec<TurnRef>> {
+/// Parse `3,5-7,<uuid>` into turn references. A range is checked against the session's
+/// `turns` before it is expanded (`1-18446744073709551615` must not allocate).
+pub fn parse_turn_list(s: &str, turns: usize) -> anyhow::Result<Vec<TurnRef>> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if let Some((a, b)) = part.split_once('-').filter(|(a, b)| {
@@ -114,9 +115,18 @@ pub fn parse_turn_list(s: &str) -> anyhow::Result<Vec<TurnRef>> {
                 && !a.is_empty()
                 && !b.is_empty()
         }) {
-            let (a, b): (usize, usize) = (a.parse()?, b.parse()?);
+            let parse = |n: &str| {
+                n.parse::<usize>()
+                    .with_context(|| format!("turn range {part}: {n} is not a turn number"))
+            };
+            let (a, b) = (parse(a)?, parse(b)?);
             if a > b {
                 bail!("turn range {part}: start after end");
+            }
+            if b > turns {
+                bail!(
+                    "turn range {part}: the session has {turns} turns (see `cchist history list`)"
+                );
             }
             out.extend((a..=b).map(TurnRef::Number));
         } else if let Ok(n) = part.parse::<usize>() {
@@ -169,10 +179,11 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
         Action::List(a) => list(a),
         Action::Show(a) => show(a),
         Action::Delete(a) => {
+            let s = a.target.resolve()?;
             let ops = vec![Op::Delete {
-                turns: parse_turn_list(&a.turns)?,
+                turns: parse_turn_list(&a.turns, turn_count(&s)?)?,
             }];
-            run_ops(&a.target.resolve()?, ops, &a.write)
+            run_ops(&s, ops, &a.write)
         }
         Action::Replace(a) => {
             let with = NewMessage {
@@ -180,11 +191,12 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
                 content: a.with,
                 uuid: None,
             };
+            let s = a.target.resolve()?;
             let ops = vec![Op::Replace {
-                turns: parse_turn_list(&a.turns)?,
+                turns: parse_turn_list(&a.turns, turn_count(&s)?)?,
                 with,
             }];
-            run_ops(&a.target.resolve()?, ops, &a.write)
+            run_ops(&s, ops, &a.write)
         }
         Action::Insert(a) => {
             let content = NewMessage {
@@ -199,6 +211,13 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
             run_ops(&a.target.resolve()?, ops, &a.write)
         }
     }
+}
+
+/// How many turns the session has now (to check turn ranges before expanding them).
+fn turn_count(s: &cchist::claude::layout::SessionFile) -> anyhow::Result<usize> {
+    let f = input::open(&s.path)?;
+    let session = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect());
+    Ok(session.turns().len())
 }
 
 fn load(

@@ -108,6 +108,7 @@ fn session_end(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
     let mode = Mode::InPlace {
         backup: None,
         touch: false,
+        break_links: false,
     };
     let mut failures = Vec::new();
     for m in SessionFile::from_path(transcript).members() {

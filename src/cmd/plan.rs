@@ -23,6 +23,13 @@ pub fn inputs(
     for (p, why) in &w.skipped {
         eprintln!("cchist: skipped {}: {why}", p.display());
     }
+    for (p, first) in &w.duplicates {
+        eprintln!(
+            "cchist: note: {} is the same file as {}; processed once",
+            p.display(),
+            first.display()
+        );
+    }
     Ok(w)
 }
 
@@ -48,6 +55,8 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if mode != Mode::Stdout {
         // Changing a session changes all of it: sub-agents, metadata, tool-results, backups.
         walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+        // A member named on its own too is one file, processed once.
+        walk::dedupe(&mut walk);
     }
     if matches!(mode, Mode::InPlace { .. }) {
         report_leftovers(&walk.leftovers, started);
@@ -58,15 +67,78 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if mode != Mode::Stdout && mode != Mode::DryRun && walk.inputs.contains(&Input::Stdin) {
         bail!("stdin cannot be written in place or into --out-dir; pass file paths, or drop those flags to write to stdout");
     }
+    if let Mode::OutDir(dir) = &mode {
+        refuse_out_dir_collisions(dir, &walk.inputs)?;
+    }
     if mode == Mode::DryRun {
         pipeline.count_invalid = true;
+    }
+    // A file Claude Code is writing is refused, however it was named (the same rule as
+    // history edits and --all): an edit would break the chain the running CLI appends to.
+    let mut refused = Vec::new();
+    if matches!(mode, Mode::InPlace { .. }) && !io.force {
+        let mut verdicts = Default::default();
+        walk.inputs.retain(|inp| match live_reason(inp, &mut verdicts) {
+            Some(why) => {
+                refused.push(runner::Outcome {
+                    input: inp.clone(),
+                    result: Err(cchist::error::Error::Other(format!(
+                        "{}: the session looks live ({why}); it was left untouched — run again once it is idle, pass --force to write it anyway, or write a copy with --fork",
+                        inp.origin()
+                    ))),
+                });
+                false
+            }
+            None => true,
+        });
     }
     let opts = RunOptions {
         mode: mode.clone(),
         jobs: io.jobs,
     };
-    let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    let mut outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    outcomes.extend(refused);
     report(&outcomes, &mode, io.json, &[])
+}
+
+/// `--out-dir` mirrors each input by its path relative to its argument: two inputs with the
+/// same relative path would overwrite each other, so refuse before writing anything.
+fn refuse_out_dir_collisions(dir: &std::path::Path, inputs: &[Input]) -> anyhow::Result<()> {
+    let mut by_rel: std::collections::HashMap<&std::path::Path, &std::path::Path> =
+        Default::default();
+    for inp in inputs {
+        if let Input::File { path, rel } = inp {
+            if let Some(first) = by_rel.insert(rel, path) {
+                bail!(
+                    "{} and {} would both be written to {}; nothing was written — run them separately or with different --out-dir folders",
+                    first.display(),
+                    path.display(),
+                    dir.join(rel).display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why the session `inp` belongs to looks live (the file itself written in the last minute,
+/// or its main session live), if it does. Verdicts on main sessions are cached in `seen`.
+fn live_reason(
+    inp: &Input,
+    seen: &mut std::collections::HashMap<std::path::PathBuf, Option<String>>,
+) -> Option<String> {
+    let Input::File { path, .. } = inp else {
+        return None;
+    };
+    let owner = layout::owning_session_of(path);
+    if owner.path != *path {
+        if let Some(why) = layout::liveness(&SessionFile::from_path(path)) {
+            return Some(why);
+        }
+    }
+    seen.entry(owner.path.clone())
+        .or_insert_with(|| layout::liveness(&owner))
+        .clone()
 }
 
 /// Remove the temp files killed runs left where this in-place run works, and say so.

@@ -351,14 +351,24 @@ impl Pipeline {
         // session stage: a stage that removes a range of records must not take them along.
         // Each is written back after the record it followed (or the nearest earlier one that
         // survives).
+        //
+        // A last line without a newline that is not valid JSON is a record still being written
+        // (or cut off by a crash): it never reaches a stage and stays the last line, byte for
+        // byte, so records a stage adds go before it instead of being glued onto it, and a
+        // second run finds the same file.
         let mut records = Vec::new();
         let mut opaque: Vec<(Option<u64>, Record<'_>)> = Vec::new();
         let mut order: Vec<u64> = Vec::new();
+        let mut partial_tail: Option<Record<'_>> = None;
         for l in framing::lines(data, 1) {
             let rec = Record::from_line(l);
             report.records += 1;
             if self.check_lines() {
                 self.line_is_valid(&rec, report);
+            }
+            if rec.term == framing::Term::None && check_json(rec.raw()).is_err() {
+                partial_tail = Some(rec);
+                continue;
             }
             if rec.is_object() {
                 order.push(rec.id());
@@ -412,14 +422,30 @@ impl Pipeline {
             }
             after.entry(a).or_default().push(rec);
         }
+        // A record without a newline (the input's unterminated last line) that is no longer
+        // last gets one, so the next record starts a line of its own.
+        let mut open_line = false;
+        let mut emit = |rec: &Record<'_>, out: &mut Out<'_, '_>, report: &mut FileReport| {
+            if open_line {
+                report.changed = true;
+                report.bytes_out += 1;
+                out.newline()
+                    .map_err(|e| Error::io(&cx.origin, "write", e))?;
+            }
+            open_line = rec.term == framing::Term::None;
+            self.put(out, rec, cx, report)
+        };
         for rec in after.remove(&None).unwrap_or_default() {
-            self.put(out, &rec, cx, report)?;
+            emit(&rec, out, report)?;
         }
         for rec in &session.records {
-            self.put(out, rec, cx, report)?;
+            emit(rec, out, report)?;
             for o in after.remove(&Some(rec.id())).unwrap_or_default() {
-                self.put(out, &o, cx, report)?;
+                emit(&o, out, report)?;
             }
+        }
+        if let Some(rec) = partial_tail {
+            emit(&rec, out, report)?;
         }
         Ok(())
     }
@@ -461,6 +487,12 @@ impl<'s, 'b> Out<'s, 'b> {
         }
         self.flush()?;
         self.sink.put(rec)
+    }
+
+    /// End the line the last record left open (it had no terminator).
+    fn newline(&mut self) -> std::io::Result<()> {
+        self.flush()?;
+        self.sink.put_span(b"\n")
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

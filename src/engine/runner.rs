@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
 use crate::io::input::{self, Input};
+use crate::io::lock;
 use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter, BACKUP_MARK};
 
 /// Where output goes.
@@ -23,6 +24,9 @@ pub enum Mode {
         backup: Option<String>,
         /// Set the mtime to now instead of keeping the original.
         touch: bool,
+        /// Replace a file that has other hard links (they keep the old content) instead of
+        /// refusing it.
+        break_links: bool,
     },
     /// Mirrored under a folder, by path relative to the argument it came from.
     OutDir(PathBuf),
@@ -84,8 +88,9 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
             .collect()
     };
     match opts.jobs {
+        // No more threads than files: `-j 20000` on two files must not start 20000 threads.
         Some(n) => match rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
+            .num_threads(n.clamp(1, inputs.len().max(1)))
             .build()
         {
             Ok(pool) => pool.install(work),
@@ -178,11 +183,15 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
                 .is_some();
             Ok(r)
         }
-        Mode::InPlace { backup, touch } => {
+        Mode::InPlace {
+            backup,
+            touch,
+            break_links,
+        } => {
             // A concurrent append makes us retry; Claude Code appends a few records at a time.
             let mut last = None;
             for _ in 0..3 {
-                match in_place(pipeline, path, backup.as_deref(), *touch) {
+                match in_place(pipeline, path, backup.as_deref(), *touch, *break_links) {
                     Err(e @ Error::Concurrent { .. }) => last = Some(e),
                     other => return other,
                 }
@@ -240,7 +249,14 @@ fn run_whole_file(
     transform: fn(&Pipeline, &[u8], &Origin) -> WholeFile,
 ) -> Result<FileReport> {
     let origin = Origin::file(path);
-    let f = input::open(path)?;
+    let f = match mode {
+        // The same rules as a transcript: no links, no other hard links, locked, read whole.
+        Mode::InPlace { break_links, .. } => {
+            check_replaceable(path, *break_links)?;
+            input::read_locked(lock::lock_path(path, lock::wait_bound())?, &origin)?
+        }
+        _ => input::open(path)?,
+    };
     let (new, report) = transform(pipeline, &f.data, &origin)?;
     let bytes: &[u8] = new.as_deref().unwrap_or(&f.data);
     let write_atomic = |dest: &Path, mtime: Option<std::time::SystemTime>| -> Result<()> {
@@ -248,9 +264,27 @@ fn run_whole_file(
         let mut tmp = AtomicFile::create(dest).map_err(|e| Error::io(&o, "create", e))?;
         tmp.write_all(bytes)
             .map_err(|e| Error::io(&o, "write", e))?;
-        let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
-        tmp.commit(Some(f.meta.mode()), mtime)
-            .map_err(|e| Error::io(&o, "rename", e))
+        if matches!(mode, Mode::InPlace { .. }) {
+            keep_owner(tmp.file_ref(), &f.meta, dest)?;
+        } else {
+            // A copy: the original's owner when permitted, else whoever runs cchist.
+            let _ =
+                std::os::unix::fs::fchown(tmp.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
+        }
+        tmp.prepare(Some(f.meta.mode()), mtime)
+            .map_err(|e| Error::io(&o, "write", e))?;
+        let now = std::fs::symlink_metadata(dest);
+        if matches!(mode, Mode::InPlace { .. })
+            && now.map_or(true, |now| changed_since(&now, &f.meta))
+        {
+            return Err(Error::Concurrent { path: o });
+        }
+        let _held = tmp
+            .file_ref()
+            .try_clone()
+            .and_then(|c| lock::lock_file(&c).map(|()| c))
+            .map_err(|e| Error::io(&o, "lock", e))?;
+        tmp.persist().map_err(|e| Error::io(&o, "rename", e))
     };
     match mode {
         Mode::DryRun => {}
@@ -263,20 +297,14 @@ fn run_whole_file(
             create_private_parent(&dest)?;
             write_atomic(&dest, None)?;
         }
-        Mode::InPlace { backup, touch } => {
+        Mode::InPlace { backup, touch, .. } => {
             if new.is_none() {
                 return Ok(report);
             }
             if let Some(suffix) = backup {
-                let mut name = path.as_os_str().to_owned();
-                name.push(suffix);
-                let bpath = PathBuf::from(name);
-                let o = Origin::file(&bpath);
-                let mut b = AtomicFile::create(&bpath).map_err(|e| Error::io(&o, "create", e))?;
-                b.write_all(&f.data)
-                    .map_err(|e| Error::io(&o, "write", e))?;
-                b.commit(Some(f.meta.mode()), f.meta.modified().ok())
-                    .map_err(|e| Error::io(&o, "rename", e))?;
+                let (b, bpath) = stage_backup(path, suffix, &f)?;
+                b.persist()
+                    .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
             }
             let mtime = if *touch { None } else { f.meta.modified().ok() };
             write_atomic(path, mtime)?;
@@ -327,22 +355,13 @@ fn in_place(
     path: &Path,
     backup: Option<&str>,
     touch: bool,
+    break_links: bool,
 ) -> Result<FileReport> {
     let origin = Origin::file(path);
-    let lmeta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
-    if lmeta.file_type().is_symlink() {
-        return Err(Error::Other(format!(
-            "{}: is a symbolic link; cchist does not replace links in place (pass the real file)",
-            path.display()
-        )));
-    }
-    if !lmeta.file_type().is_file() {
-        return Err(Error::Other(format!(
-            "{}: is not a regular file; cchist replaces only regular files in place",
-            path.display()
-        )));
-    }
-    let f = input::open(path)?;
+    check_replaceable(path, break_links)?;
+    // Another cchist writing this file goes first; then we read what it wrote.
+    let locked = lock::lock_path(path, lock::wait_bound())?;
+    let f = input::read_locked(locked, &origin)?;
     let mut sink = LazySink::new(&f.data, || {
         AtomicFile::create(path).map(|a| BufWriter::with_capacity(1 << 16, a))
     });
@@ -356,8 +375,7 @@ fn in_place(
     let mut tmp = out
         .into_inner()
         .map_err(|e| Error::io(&origin, "write", e.into_error()))?;
-    // Keep the owner (matters when root edits a user's files); failure is harmless otherwise.
-    let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
+    keep_owner(tmp.file_ref(), &f.meta, path)?;
     let mtime = if touch { None } else { f.meta.modified().ok() };
     // Everything slow (fsync, the backup) happens before the last check, so that the window
     // between that check and the rename is two system calls.
@@ -372,6 +390,13 @@ fn in_place(
     if changed_since(&now, &f.meta) {
         return Err(Error::Concurrent { path: origin });
     }
+    // Lock the replacement before it gets the name: a cchist that opens the path after the
+    // rename must wait until the carry-over below is done.
+    let new_lock = tmp
+        .file_ref()
+        .try_clone()
+        .and_then(|c| lock::lock_file(&c).map(|()| c))
+        .map_err(|e| Error::io(&origin, "lock", e))?;
     if let Some((b, bpath)) = backup {
         b.persist()
             .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
@@ -386,7 +411,55 @@ fn in_place(
             .counters
             .insert("bytes-appended-during-replace".into(), carried);
     }
+    drop(new_lock);
     Ok(report)
+}
+
+/// Give the replacement the original's owner and group. Refuses (rather than silently handing
+/// a user's transcript to whoever ran cchist) when that is not permitted.
+fn keep_owner(tmp: &std::fs::File, was: &std::fs::Metadata, path: &Path) -> Result<()> {
+    let now = tmp
+        .metadata()
+        .map_err(|e| Error::io(&Origin::file(path), "stat", e))?;
+    if now.uid() == was.uid() && now.gid() == was.gid() {
+        return Ok(());
+    }
+    std::os::unix::fs::fchown(tmp, Some(was.uid()), Some(was.gid())).map_err(|e| {
+        Error::Other(format!(
+            "{}: owned by uid {} gid {}, and this user cannot give the replacement that owner ({e}); it was left untouched — run cchist as its owner",
+            path.display(),
+            was.uid(),
+            was.gid()
+        ))
+    })
+}
+
+/// Refuse to replace what an in-place write must not: a link (the rename would replace the
+/// link, not what it points to), anything but a regular file, and a file with other hard
+/// links unless `break_links` (the other names would keep the old content).
+fn check_replaceable(path: &Path, break_links: bool) -> Result<()> {
+    let origin = Origin::file(path);
+    let lmeta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
+    if lmeta.file_type().is_symlink() {
+        return Err(Error::Other(format!(
+            "{}: is a symbolic link; cchist does not replace links in place (pass the real file)",
+            path.display()
+        )));
+    }
+    if !lmeta.file_type().is_file() {
+        return Err(Error::Other(format!(
+            "{}: is not a regular file; cchist replaces only regular files in place",
+            path.display()
+        )));
+    }
+    if lmeta.nlink() > 1 && !break_links {
+        return Err(Error::Other(format!(
+            "{}: has {} hard links; replacing it would leave the other names with the old content (secrets included). Pass --break-hard-links to replace this name anyway, or process a copy",
+            path.display(),
+            lmeta.nlink()
+        )));
+    }
+    Ok(())
 }
 
 /// True when `now` (the path, just stat'ed) is not the file that was read as `then`.

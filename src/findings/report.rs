@@ -107,7 +107,7 @@ pub fn sarif(files: &[FileFindings], describe: &dyn Fn(&str) -> String) -> Value
 /// A file path as a SARIF URI reference: relative paths stay relative (GitHub resolves them
 /// against the checkout), absolute ones become `file://` URIs; characters outside the URI
 /// alphabet are percent-encoded.
-fn uri(path: &str) -> String {
+pub fn uri(path: &str) -> String {
     let path = normalize(path);
     let mut out = String::with_capacity(path.len() + 7);
     if path.starts_with('/') {

@@ -81,6 +81,29 @@ pub fn open(path: &Path) -> Result<InputFile> {
     })
 }
 
+/// The whole of a file this process has locked for an in-place write, read into memory: a
+/// map would turn a truncation by another process (which no lock stops) into SIGBUS, and an
+/// in-place write must end in an error that leaves the file alone, never in a crash.
+pub fn read_locked(locked: crate::io::lock::Locked, origin: &Origin) -> Result<InputFile> {
+    let crate::io::lock::Locked { file, meta } = locked;
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    (&file)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(origin, "read", e))?;
+    if buf.len() as u64 != meta.len() {
+        // Shrunk or grew while read: the growth check would catch growth later, but a
+        // shrink means someone truncated it: say so now.
+        return Err(Error::Concurrent {
+            path: origin.clone(),
+        });
+    }
+    Ok(InputFile {
+        data: Data::Owned(buf),
+        meta,
+        file,
+    })
+}
+
 /// Read all of `reader` into memory (used when a session-scoped stage needs stdin whole).
 pub fn read_all(mut reader: impl Read, origin: &Origin) -> Result<Data> {
     let read_err = |e| Error::io(origin, "read", e);

@@ -4,4 +4,5 @@
 pub mod clock;
 pub mod framing;
 pub mod input;
+pub mod lock;
 pub mod output;

@@ -60,6 +60,10 @@ pub struct SummarizeOptions {
     pub timeout_secs: Option<u64>,
 }
 
+/// Most bytes a summary command may print (on stdout, and on stderr): past it the command is
+/// ended and the stage fails, rather than reading without bound until the timeout.
+pub const MAX_COMMAND_OUTPUT: usize = 1 << 20;
+
 /// Default `timeout_secs` of a summary command.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
@@ -343,29 +347,50 @@ impl SummarizeRange {
                 .map_err(|e| err(format!("cannot start: {e}")))?
         };
         let mut stdin = child.stdin.take().expect("piped stdin");
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr = child.stderr.take().expect("piped stderr");
-        let writer = std::thread::spawn(move || {
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        // The threads are never joined: a process the command left behind may hold a pipe
+        // open for good, and the run must not wait for it (see below).
+        std::thread::spawn(move || {
             // A command that does not read all its input is fine.
             let _ = stdin.write_all(&input);
         });
-        let out_reader = std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = stdout.read_to_end(&mut b);
-            b
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = stderr.read_to_end(&mut b);
-            b
-        });
+        let too_much = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (which, pipe) in [
+            (0u8, Box::new(stdout) as Box<dyn Read + Send>),
+            (1, Box::new(stderr)),
+        ] {
+            let (tx, too_much) = (tx.clone(), too_much.clone());
+            std::thread::spawn(move || {
+                let mut b = Vec::new();
+                let _ = pipe.take(MAX_COMMAND_OUTPUT as u64 + 1).read_to_end(&mut b);
+                if b.len() > MAX_COMMAND_OUTPUT {
+                    too_much.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                let _ = tx.send((which, b));
+            });
+        }
+        drop(tx);
+        let pgid = child.id() as i32;
+        // SAFETY: signals only the process group created for this child.
+        let kill_group = || unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        };
         let start = Instant::now();
         let status = loop {
+            if too_much.load(std::sync::atomic::Ordering::Relaxed) {
+                kill_group();
+                let _ = child.wait();
+                return Err(err(format!(
+                    "printed more than {} MiB; a summary is a few paragraphs",
+                    MAX_COMMAND_OUTPUT >> 20
+                )));
+            }
             match child.try_wait() {
                 Ok(Some(st)) => break st,
                 Ok(None) if start.elapsed() > self.timeout => {
-                    // SAFETY: signals the process group created for this child only.
-                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    kill_group();
                     let _ = child.wait();
                     return Err(err(format!(
                         "timed out after {} s (set timeout_secs / --timeout)",
@@ -376,9 +401,31 @@ impl SummarizeRange {
                 Err(e) => return Err(err(format!("wait: {e}"))),
             }
         };
-        let _ = writer.join();
-        let out = out_reader.join().unwrap_or_default();
-        let errs = err_reader.join().unwrap_or_default();
+        // Whatever the command started in the background would keep its pipes open: end it.
+        kill_group();
+        let (mut out, mut errs) = (None, None);
+        while out.is_none() || errs.is_none() {
+            let left = self
+                .timeout
+                .saturating_sub(start.elapsed())
+                .max(Duration::from_secs(1));
+            match rx.recv_timeout(left) {
+                Ok((0, b)) => out = Some(b),
+                Ok((_, b)) => errs = Some(b),
+                Err(_) => {
+                    return Err(err(
+                        "exited, but a process it started (outside its process group) still holds its output open; run that in the foreground or close its output".into(),
+                    ))
+                }
+            }
+        }
+        if too_much.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(err(format!(
+                "printed more than {} MiB; a summary is a few paragraphs",
+                MAX_COMMAND_OUTPUT >> 20
+            )));
+        }
+        let (out, errs) = (out.unwrap_or_default(), errs.unwrap_or_default());
         if !status.success() {
             let tail = String::from_utf8_lossy(&errs);
             let tail = tail.trim();
@@ -736,6 +783,36 @@ mod tests {
         assert!(e.contains("empty output"), "{e}");
         let e = run(cmd("sleep 5", Some(1)), &text).unwrap_err().to_string();
         assert!(e.contains("timed out"), "{e}");
+    }
+
+    #[test]
+    fn command_output_is_bounded_and_leftover_processes_do_not_hold_the_run() {
+        let text = session_text(3);
+        let cmd = |c: &str, t: Option<u64>| SummarizeOptions {
+            turns: Some("2".into()),
+            command: Some(c.into()),
+            timeout_secs: t,
+            ..Default::default()
+        };
+        // Output past the bound (endless output is stopped there too, not read until the
+        // timeout).
+        let e = run(
+            cmd("head -c 3000000 /dev/zero | tr '\\0' x", Some(600)),
+            &text,
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("printed more than"), "{e}");
+        // A background job in the command's group is ended once the command exits.
+        let out = run(cmd("sleep 600 & echo done", Some(600)), &text).unwrap();
+        assert_eq!(out[4]["message"]["content"], "done");
+        // One that left the group and keeps the output open: an error, not a hang.
+        let e = run(cmd("setsid sleep 10 & echo done", Some(1)), &text)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("still holds its output open"), "{e}");
     }
 
     #[test]

@@ -227,7 +227,8 @@ fn in_place_redacts_the_session_and_its_tool_results() {
     let out = run(&["check", session.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("b1.txt:2: github-pat"));
 
-    let out = run(&["redact", "--in-place", session.to_str().unwrap()]);
+    // --force: the copy was just written, so it looks live.
+    let out = run(&["redact", "--in-place", "--force", session.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",

@@ -56,7 +56,7 @@ fn append_runs(runs: usize, bytes: usize) {
     let o = Command::new(bin())
         .args(["run", "--pipeline"])
         .arg(pipeline)
-        .args(["--in-place", "--json"])
+        .args(["--in-place", "--force", "--json"])
         .arg(&path)
         .output()
         .unwrap();
@@ -74,7 +74,7 @@ fn append_runs(runs: usize, bytes: usize) {
         let mut cmd = Command::new(bin());
         cmd.args(["run", "--pipeline"])
             .arg(pipeline)
-            .args(["--in-place", "--json"])
+            .args(["--in-place", "--force", "--json"])
             .arg(&path)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -253,7 +253,7 @@ fn append_in_the_rename_window_is_carried_over() {
             .arg(bin())
             .args(["run", "--pipeline"])
             .arg(&changing_pipeline().0)
-            .args(["--in-place", "--json"])
+            .args(["--in-place", "--force", "--json"])
             .arg(&path)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -56,7 +56,7 @@ fn in_place_cmd(fx: &Fixture, backup: bool, jobs: Option<usize>) -> Command {
     let mut c = Command::new(bin());
     c.args(["run", "--pipeline"])
         .arg(&fx.pipeline)
-        .arg("--in-place")
+        .args(["--in-place", "--force"])
         .arg(&fx.root)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -304,7 +304,7 @@ fn leftover_cleanup_removes_only_our_stale_temp_files() {
     let o = Command::new(bin())
         .args(["run", "--pipeline"])
         .arg(&changing_pipeline().0)
-        .arg("--in-place")
+        .args(["--in-place", "--force"])
         .arg(dir.path().join("projects"))
         .output()
         .unwrap();
@@ -346,7 +346,7 @@ fn leftover_cleanup_removes_only_our_stale_temp_files() {
     let o = Command::new(bin())
         .args(["run", "--pipeline"])
         .arg(&changing_pipeline().0)
-        .arg("--in-place")
+        .args(["--in-place", "--force"])
         .arg(&s)
         .output()
         .unwrap();

@@ -336,7 +336,13 @@ fn hostile_cases_through_the_binary() {
         std::fs::write(&m, &mixed).unwrap();
         let o = run_timed(
             cmd(
-                &["run", "-p", changing.to_str().unwrap(), "--in-place"],
+                &[
+                    "run",
+                    "-p",
+                    changing.to_str().unwrap(),
+                    "--in-place",
+                    "--force",
+                ],
                 &[&m],
             ),
             None,
@@ -382,7 +388,13 @@ fn hostile_cases_through_the_binary() {
         std::fs::write(&m, &mixed).unwrap();
         let o = run_timed(
             cmd(
-                &["run", "-p", strict.to_str().unwrap(), "--in-place"],
+                &[
+                    "run",
+                    "-p",
+                    strict.to_str().unwrap(),
+                    "--in-place",
+                    "--force",
+                ],
                 &[&m],
             ),
             None,
@@ -479,7 +491,7 @@ fn long_line(n: usize) {
     let o = Command::new(bin())
         .args(["run", "-p"])
         .arg(&changing_pipeline().0)
-        .arg("--in-place")
+        .args(["--in-place", "--force"])
         .arg(&f)
         .output()
         .unwrap();
@@ -513,7 +525,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let o = Command::new(bin())
         .args(["run", "-p"])
         .arg(&p)
-        .arg("--in-place")
+        .args(["--in-place", "--force"])
         .arg(dir.path().join("projects"))
         .output()
         .unwrap();
@@ -540,7 +552,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let o = Command::new(bin())
         .args(["run", "-p"])
         .arg(&p)
-        .arg("--in-place")
+        .args(["--in-place", "--force"])
         .arg(proj.join("link.jsonl"))
         .output()
         .unwrap();
@@ -561,7 +573,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let o = Command::new(bin())
         .args(["run", "-p"])
         .arg(&p)
-        .args(["--in-place", "--backup", ".bak"])
+        .args(["--in-place", "--force", "--backup", ".bak"])
         .arg(&own)
         .output()
         .unwrap();
@@ -584,7 +596,10 @@ fn in_place_refuses_non_regular_files() {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let p = changing_pipeline().0.clone();
     let o = run_timed(
-        cmd(&["run", "-p", p.to_str().unwrap(), "--in-place"], &[&fifo]),
+        cmd(
+            &["run", "-p", p.to_str().unwrap(), "--in-place", "--force"],
+            &[&fifo],
+        ),
         None,
         30,
     );
@@ -597,7 +612,7 @@ fn in_place_refuses_non_regular_files() {
         .is_fifo());
     let o = run_timed(
         cmd(
-            &["run", "-p", p.to_str().unwrap(), "--in-place"],
+            &["run", "-p", p.to_str().unwrap(), "--in-place", "--force"],
             &[dir.path()],
         ),
         None,
@@ -665,7 +680,7 @@ fn unreadable_files_are_errors_not_panics() {
         c.output().unwrap()
     };
     let good_before = std::fs::read(&good).unwrap();
-    let o = run_cmd(&["--in-place", proj.to_str().unwrap()]);
+    let o = run_cmd(&["--in-place", "--force", proj.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 2, "{err}");
     assert!(
@@ -707,7 +722,7 @@ fn full_disk_leaves_the_original_intact() {
     // ulimit -f counts 1024-byte blocks in bash: allow 1 MB, the output needs about 3.
     for extra in [&[][..], &["--backup", ".bak"][..]] {
         let script = format!(
-            "ulimit -f 1024; exec '{}' run -p '{}' --in-place {} '{}'",
+            "ulimit -f 1024; exec '{}' run -p '{}' --in-place --force {} '{}'",
             bin(),
             p.display(),
             extra.join(" "),
@@ -772,7 +787,7 @@ fn full_disk_leaves_the_original_intact() {
     let o = Command::new(bin())
         .args(["run", "-p"])
         .arg(&p)
-        .args(["--in-place", "--backup", ".bak"])
+        .args(["--in-place", "--force", "--backup", ".bak"])
         .arg(&g)
         .output()
         .unwrap();

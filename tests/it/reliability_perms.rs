@@ -72,6 +72,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
             os("-p"),
             changing_pipeline().0.as_os_str(),
             os("--in-place"),
+            os("--force"),
             os("--backup"),
             os(".orig"),
             p.as_os_str(),
@@ -116,6 +117,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
         os("-p"),
         changing_pipeline().0.as_os_str(),
         os("--in-place"),
+        os("--force"),
         os("--touch"),
         p.as_os_str(),
     ]);
@@ -142,7 +144,7 @@ fn temp_files_are_private_and_named_after_the_target() {
     let mut c = Command::new(bin());
     c.args(["run", "-p"])
         .arg(&changing_pipeline().0)
-        .args(["--in-place", "--backup", ".bak", "-j", "2"])
+        .args(["--in-place", "--force", "--backup", ".bak", "-j", "2"])
         .arg(&proj)
         .stderr(std::process::Stdio::null());
     // SAFETY: umask is async-signal-safe.
@@ -265,6 +267,7 @@ fn secret_never_in_messages_reports_or_names() {
                 os("-p"),
                 strict.as_os_str(),
                 os("--in-place"),
+                os("--force"),
                 proj.as_os_str(),
             ],
         ),
@@ -275,6 +278,7 @@ fn secret_never_in_messages_reports_or_names() {
                 os("-p"),
                 p,
                 os("--in-place"),
+                os("--force"),
                 os("--backup"),
                 os(".bak"),
                 os("--json"),

@@ -182,7 +182,11 @@ fn check_reaches_every_member() {
 #[test]
 fn redact_by_session_id_scrubs_every_member() {
     let s = Sandbox::new();
-    s.cchist(&["redact", "--in-place", "--session", "5b1f"], None);
+    // --force: the sandbox was just written, so the session looks live.
+    s.cchist(
+        &["redact", "--in-place", "--force", "--session", "5b1f"],
+        None,
+    );
     s.assert_scrubbed("redact -s");
 }
 
@@ -190,7 +194,11 @@ fn redact_by_session_id_scrubs_every_member() {
 fn redact_by_path_scrubs_every_member() {
     let s = Sandbox::new();
     let main = s.main();
-    s.cchist(&["redact", "--in-place", main.to_str().unwrap()], None);
+    // --force: the sandbox was just written, so the session looks live.
+    s.cchist(
+        &["redact", "--in-place", "--force", main.to_str().unwrap()],
+        None,
+    );
     s.assert_scrubbed("redact PATH");
 }
 
@@ -274,7 +282,11 @@ fn history_edit_backups_are_members_and_undo_restores_a_scrubbed_copy() {
         .holding_secret()
         .iter()
         .any(|p| p.contains(".cchist-bak.")));
-    s.cchist(&["redact", "--in-place", "--session", "5b1f"], None);
+    // --force: the sandbox was just written, so the session looks live.
+    s.cchist(
+        &["redact", "--in-place", "--force", "--session", "5b1f"],
+        None,
+    );
     s.assert_scrubbed("history delete, then redact -s");
     s.cchist(&["undo", "-s", "5b1f", "--force"], None);
     let restored = std::fs::read_to_string(s.main()).unwrap();

@@ -184,6 +184,7 @@ fn a_failing_command_leaves_the_file_untouched() {
                 "--timeout",
                 "1",
                 "-i",
+                "--force",
             ],
             &p,
         );
