@@ -220,6 +220,8 @@ fn stop_notify_says_the_turn_count_once() {
     let mut ev = event("Stop", &f, "s1");
     ev["prompt_id"] = json!("p6");
     ev["last_assistant_message"] = json!("Answer 6.");
+    // another hook made the model continue: still this turn's Stop
+    ev["stop_hook_active"] = json!(true);
     let out = r.hook(&["--pipeline", &p], &ev);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -126,6 +126,9 @@ impl Fired {
         let dir = state_dir(config_root).join("hook-state");
         private_dir(&dir)?;
         let path = dir.join(format!("{session}.json"));
+        if !path.exists() {
+            prune(&dir);
+        }
         let o = Origin::file(&path);
         let mut file = OpenOptions::new()
             .read(true)
@@ -178,6 +181,24 @@ impl Fired {
             .and_then(|_| self.file.write_all(text.as_bytes()))
             .and_then(|_| self.file.sync_all())
             .map_err(|e| Error::io(&o, "write", e))
+    }
+}
+
+/// State files older than this are removed when a new session's file is made (a session
+/// idle that long has been resumed, if ever, as the turn counts it had).
+const STATE_KEEP: std::time::Duration = std::time::Duration::from_secs(90 * 24 * 3600);
+
+/// Remove state files not written for [`STATE_KEEP`], so the folder does not grow forever.
+fn prune(dir: &Path) {
+    let now = std::time::SystemTime::now();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > STATE_KEEP));
+        if old && e.path().extension().is_some_and(|x| x == "json") {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 

@@ -264,9 +264,8 @@ fn session_start(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<D
 }
 
 fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
-    if inp.stop_hook_active {
-        return Ok(Done::new("skipped", "stop_hook_active"));
-    }
+    // `stop_hook_active` (another hook made the model continue) is no reason to skip: this
+    // hook never blocks, and the state below keeps a threshold from firing twice.
     let (file, policy) = load(spec)?;
     if !policy.has_turn_rules() {
         return Ok(Done::new("skipped", "no turn-count rule in [hook]"));
