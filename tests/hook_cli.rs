@@ -214,6 +214,8 @@ fn stop_notify_every_turn_says_the_real_turn_number() {
     }
     let n = (sessions() / 3).max(2);
     let (mut right, mut total) = (0, 0);
+    let mut late = 0; // Stop runs that started before the transcript held their turn
+    let mut held_ms = Vec::new();
     for i in 0..n {
         let sb = Sandbox::new();
         let p = write_pipeline(&sb, "notify.toml", "version = 1\n[hook]\nevery = 1\n");
@@ -242,9 +244,19 @@ fn stop_notify_every_turn_says_the_real_turn_number() {
                 note(&format!("session {i} turn {}: said {said:?}", k + 1));
             }
         }
+        for l in hook_log(&sb) {
+            let detail = l["detail"].as_str().unwrap_or("");
+            let ms = detail
+                .split("complete after ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next())
+                .and_then(|t| t.parse::<u64>().ok());
+            late += usize::from(ms.is_some_and(|ms| ms > 0));
+            held_ms.extend(ms);
+        }
     }
     note(&format!(
-        "Stop notify every=1: counts right {right}/{total}"
+        "Stop notify every=1: counts right {right}/{total}; turn not yet in the transcript when the hook started: {late}/{total} (held after {held_ms:?} ms)"
     ));
     assert_eq!(right, total);
 }

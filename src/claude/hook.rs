@@ -346,6 +346,8 @@ pub enum TurnWait {
         turn: usize,
         /// The resolved transcript path.
         path: PathBuf,
+        /// How long after the start the transcript first held the turn (zero: at once).
+        held_after: Duration,
     },
     /// It did not within the cap; says what was missing.
     Incomplete(String),
@@ -359,6 +361,7 @@ pub fn wait_for_turn(fence: &Fence, inp: &HookInput, wait: Wait) -> Result<TurnW
     let start = Instant::now();
     let mut seen: Option<(u64, usize)> = None; // (size, turn) when the turn was first complete
     let mut stable_since = start;
+    let mut held_after = None;
     let mut missing = "the transcript does not exist";
     loop {
         match fence.transcript(path) {
@@ -375,8 +378,10 @@ pub fn wait_for_turn(fence: &Fence, inp: &HookInput, wait: Wait) -> Result<TurnW
                     None => {
                         missing = "the transcript does not hold the turn that ended";
                         seen = None;
+                        held_after = None;
                     }
                     Some(turn) => {
+                        held_after.get_or_insert_with(|| start.elapsed());
                         if seen != Some((size, turn)) {
                             seen = Some((size, turn));
                             stable_since = Instant::now();
@@ -384,6 +389,7 @@ pub fn wait_for_turn(fence: &Fence, inp: &HookInput, wait: Wait) -> Result<TurnW
                             return Ok(TurnWait::Complete {
                                 turn,
                                 path: resolved,
+                                held_after: held_after.unwrap_or_default(),
                             });
                         }
                         missing = "the transcript kept growing";

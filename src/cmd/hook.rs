@@ -287,15 +287,24 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
         cap: std::time::Duration::from_millis(policy.stop_wait_ms),
         ..hook::Wait::default()
     };
-    let (turn, path) = match hook::wait_for_turn(fence, inp, wait)? {
-        TurnWait::Complete { turn, path } => (turn, path),
+    let (turn, path, held_after) = match hook::wait_for_turn(fence, inp, wait)? {
+        TurnWait::Complete {
+            turn,
+            path,
+            held_after,
+        } => (turn, path, held_after),
         TurnWait::Incomplete(why) => {
             return Ok(Done::new("incomplete", format!("{why}; nothing fired")))
         }
         TurnWait::Refused(why) => return Ok(Done::new("refused", why)),
     };
+    // How long the transcript took to hold the turn after the hook started: the wait's reason.
+    let held = format!("complete after {} ms", held_after.as_millis());
     if !policy.triggers(turn) {
-        return Ok(Done::new("ok", format!("turn {turn}: no threshold")));
+        return Ok(Done::new(
+            "ok",
+            format!("turn {turn}: no threshold ({held})"),
+        ));
     }
     let root = cchist::claude::layout::config_root()?;
     let mut fired = Fired::lock(&root, &inp.session_id)?;
@@ -311,7 +320,7 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
                 "cchist: this session has {turn} turns. To continue with less context: cchist summarize-range --keep-last {} --fork --session {}",
                 policy.keep_last, inp.session_id
             ),
-            format!("turn {turn}: notified"),
+            format!("turn {turn}: notified ({held})"),
         ),
         StopAction::Fork if turn <= policy.keep_last => (
             format!(
@@ -327,7 +336,7 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
                     "cchist: this session has {turn} turns; a compressed copy (summary + last {} turns, redacted) is ready: claude --resume {id}",
                     policy.keep_last
                 ),
-                format!("turn {turn}: forked {id}"),
+                format!("turn {turn}: forked {id} ({held})"),
             )
         }
     };
