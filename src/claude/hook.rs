@@ -1,4 +1,6 @@
-//! Running as a Claude Code hook, and installing cchist into Claude Code's settings.
+//! Running as a Claude Code hook: the input Claude Code sends, and waiting for the turn a
+//! `Stop` hook is told about. The policy is the pipeline file's `[hook]` table
+//! ([`crate::engine::config::HookPolicy`]); what a hook may touch is the [`crate::claude::fence`].
 //!
 //! Claude Code runs `cchist hook` with a JSON object on stdin (`session_id`,
 //! `transcript_path`, `cwd`, `hook_event_name`, …). What cchist does per event:
@@ -6,20 +8,43 @@
 //! | event | action |
 //! |---|---|
 //! | `SessionEnd` | apply the pipeline (default: shipped `scrub`) in place to the transcript and its sub-agent files, atomically |
-//! | `PreCompact` | print guidance for the compaction summary: files edited, commands run, open todos |
-//! | `SessionStart` | with `[hook] session_start_digest = true`: print a digest of the project's previous session |
-//! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed fork, or only notify |
+//! | `PreCompact` | print guidance for the compaction summary, built from the redacted transcript |
+//! | `SessionStart` | with `[hook] session_start_digest = true`: print a redacted digest of the project's previous session (not after `/compact` unless `session_start_on_compact`) |
+//! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed, redacted fork, or only notify; each threshold once per session |
 //! | anything else | nothing |
 //!
-//! A hook must never get in Claude Code's way: failures are logged to stderr and the process
-//! exits 0 unless `--strict`.
+//! What Claude Code 2.1.328 does with a hook's output (asserted by `tests/hook_cli.rs`):
+//!
+//! | event | honoured |
+//! |---|---|
+//! | `PreCompact` | plain stdout → the model; exit 2 or `decision: block` blocks compaction |
+//! | `SessionStart` | plain stdout or `additionalContext` → the model |
+//! | `Stop` | `systemMessage` → the user; `additionalContext`, exit 2 or `decision: block` make the model take another turn |
+//! | `SessionEnd` | output ignored; exit 1 or 2 shows on the CLI's stderr |
+//!
+//! So a hook never exits 2 (it would block Stop and PreCompact and feed cchist's error to the
+//! model): failures exit 0 (or 1 with `--strict`, and always 1 at SessionEnd, where nothing
+//! else would show them).
+//!
+//! **Stop timing.** When Stop hooks start, Claude Code has not always finished writing the
+//! transcript (the final assistant message lands tens of milliseconds later; on turn 1 the file
+//! may not exist yet). [`wait_for_turn`] waits until the transcript holds the turn the input
+//! names (its `prompt_id` and `last_assistant_message`) and has stopped growing.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use serde_json::{json, Value};
 
-use crate::error::{Error, Origin, Result};
+pub use crate::claude::fence::{read_bounded, Fence, Refusal, MAX_READ_BYTES};
+use crate::error::{Error, Result};
+use crate::io::framing;
+use crate::transcript::record::Record;
+use crate::transcript::session::Session;
+use crate::transcript::turns;
+
+/// The most cchist reads of the hook input on stdin.
+pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 
 /// The hook input fields cchist reads (others are ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -39,6 +64,15 @@ pub struct HookInput {
     /// `Stop`: true when Claude Code is already continuing because of a stop hook.
     #[serde(default)]
     pub stop_hook_active: bool,
+    /// `Stop`: the `promptId` of the turn that just ended.
+    #[serde(default)]
+    pub prompt_id: Option<String>,
+    /// `Stop`: the final text of the turn that just ended.
+    #[serde(default)]
+    pub last_assistant_message: Option<String>,
+    /// `SessionStart`: `startup`, `resume`, `clear` or `compact`.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 impl HookInput {
@@ -60,187 +94,257 @@ impl HookInput {
 }
 
 // ---------------------------------------------------------------------------------------------
-// settings.json
+// Waiting for the turn a Stop hook is told about
 
-/// Where a hook is installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// `$CLAUDE_CONFIG_DIR/settings.json` (default `~/.claude/settings.json`).
-    User,
-    /// `.claude/settings.json` in the current project.
-    Project,
-}
-
-/// The settings file for `scope`.
-pub fn settings_path(scope: Scope) -> Result<PathBuf> {
-    Ok(match scope {
-        Scope::User => crate::claude::layout::config_root()?.join("settings.json"),
-        Scope::Project => PathBuf::from(".claude").join("settings.json"),
-    })
-}
-
-/// True for a hook entry cchist wrote: its command runs `<…/cchist> hook …`.
-fn is_ours(entry: &Value) -> bool {
-    let Some(cmd) = entry.get("command").and_then(Value::as_str) else {
-        return false;
-    };
-    let mut words = cmd.split_whitespace();
-    let exe = words.next().unwrap_or("").trim_matches('\'');
-    Path::new(exe).file_name().is_some_and(|n| n == "cchist") && words.next() == Some("hook")
-}
-
-/// Merge hook entries running `command` for `events` into the settings JSON `doc`, replacing
-/// an older cchist entry of the same event; returns true when something changed. Other
-/// settings and other hooks are kept.
-pub fn install_into(
-    doc: &mut Value,
-    events: &[String],
-    command: &str,
-    timeout_s: u64,
-) -> Result<bool> {
-    if !doc.is_object() {
-        return Err(Error::Other(
-            "settings.json does not hold a JSON object".into(),
-        ));
+/// The number of the turn the transcript ends with, when that turn is the one the Stop input
+/// names: its prompt carries `prompt_id` (when both say one) and one of its assistant
+/// messages has the text `last_message` (when given). Turns are counted as `history list`
+/// counts them. `None` while the transcript does not hold that turn yet.
+pub fn completed_turn(
+    data: &[u8],
+    prompt_id: Option<&str>,
+    last_message: Option<&str>,
+) -> Option<usize> {
+    let mut s = Session::new(framing::lines(data, 1).map(Record::from_line).collect());
+    let all = s.turns();
+    let last = all.last()?;
+    if let Some(want) = prompt_id.filter(|p| !p.is_empty()) {
+        let has = s.records[last.prompt].value().ok().and_then(|v| {
+            v.get("promptId")
+                .and_then(|p| p.as_str())
+                .map(str::to_owned)
+        });
+        if has.is_some_and(|h| h != want) {
+            return None;
+        }
     }
-    let hooks = doc
-        .as_object_mut()
-        .expect("checked")
-        .entry("hooks")
-        .or_insert_with(|| json!({}));
-    let Some(hooks) = hooks.as_object_mut() else {
-        return Err(Error::Other(
-            "settings.json: `hooks` is not an object".into(),
-        ));
-    };
-    let mut changed = false;
-    for ev in events {
-        let groups = hooks.entry(ev.clone()).or_insert_with(|| json!([]));
-        let Some(groups) = groups.as_array_mut() else {
-            return Err(Error::Other(format!(
-                "settings.json: hooks.{ev} is not an array"
-            )));
+    if let Some(want) = last_message.map(str::trim).filter(|m| !m.is_empty()) {
+        if !turn_has_text(&mut s, &last.records, want) {
+            return None;
+        }
+    } else if !last.records.iter().any(|&i| {
+        s.records[i]
+            .header()
+            .is_some_and(|h| h.ty == "assistant" && !h.is_sidechain)
+    }) {
+        return None;
+    }
+    Some(last.number)
+}
+
+/// The number of the last turn when its prompt carries `prompt_id`, whether or not its answer
+/// is written yet: the number a Stop input's turn gets, known as soon as its prompt is on disk.
+pub fn turn_of_prompt(data: &[u8], prompt_id: &str) -> Option<usize> {
+    let mut s = Session::new(framing::lines(data, 1).map(Record::from_line).collect());
+    let last = s.turns().pop()?;
+    let v = s.records[last.prompt].value().ok()?;
+    (v.get("promptId").and_then(|p| p.as_str()) == Some(prompt_id)).then_some(last.number)
+}
+
+/// True when an assistant message of the turn (one record, or the records of one message id
+/// together) has the text `want`.
+fn turn_has_text(s: &mut Session<'_>, records: &[usize], want: &str) -> bool {
+    let mut joined: Option<(String, Vec<String>)> = None;
+    for &i in records {
+        let Some(h) = s.records[i].header() else {
+            continue;
         };
-        let wanted = json!({"type": "command", "command": command, "timeout": timeout_s});
-        let ours: Vec<&Value> = groups
-            .iter()
-            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
-            .flatten()
-            .filter(|h| is_ours(h))
-            .collect();
-        if ours.len() == 1 && *ours[0] == wanted {
+        if h.ty != "assistant" || h.is_sidechain {
             continue;
         }
-        remove_ours(groups);
-        groups.push(json!({ "hooks": [wanted] }));
-        changed = true;
-    }
-    Ok(changed)
-}
-
-/// Remove cchist's entries from one event's groups (and groups left empty); true if any.
-fn remove_ours(groups: &mut Vec<Value>) -> bool {
-    let mut changed = false;
-    for g in groups.iter_mut() {
-        if let Some(hs) = g.get_mut("hooks").and_then(Value::as_array_mut) {
-            let before = hs.len();
-            hs.retain(|h| !is_ours(h));
-            changed |= hs.len() != before;
+        let mid = h.message_id.clone().unwrap_or_default();
+        let Ok(v) = s.records[i].value() else {
+            continue;
+        };
+        let text = turns::message_text(v);
+        if text.trim() == want {
+            return true;
+        }
+        match &mut joined {
+            Some((m, parts)) if *m == mid => parts.push(text),
+            _ => joined = Some((mid, vec![text])),
+        }
+        if let Some((_, parts)) = &joined {
+            let parts: Vec<&str> = parts
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !t.is_empty())
+                .collect();
+            if parts.len() > 1 && (parts.join("\n").trim() == want || parts.concat().trim() == want)
+            {
+                return true;
+            }
         }
     }
-    groups.retain(|g| {
-        !g.get("hooks")
-            .and_then(Value::as_array)
-            .is_some_and(Vec::is_empty)
-    });
-    changed
+    false
 }
 
-/// Remove every hook entry cchist wrote; events left without hooks are removed too.
-pub fn uninstall_from(doc: &mut Value) -> bool {
-    let Some(hooks) = doc.get_mut("hooks").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    let mut changed = false;
-    for groups in hooks.values_mut() {
-        if let Some(groups) = groups.as_array_mut() {
-            changed |= remove_ours(groups);
+/// How long [`wait_for_turn`] waits.
+#[derive(Debug, Clone, Copy)]
+pub struct Wait {
+    /// Give up after this long (well inside the hook timeout).
+    pub cap: Duration,
+    /// The transcript must hold the turn and keep its size this long.
+    pub settle: Duration,
+    /// Time between looks.
+    pub poll: Duration,
+}
+
+impl Default for Wait {
+    fn default() -> Self {
+        Wait {
+            cap: Duration::from_secs(10),
+            settle: Duration::from_millis(150),
+            poll: Duration::from_millis(25),
         }
     }
-    hooks.retain(|_, g| !g.as_array().is_some_and(Vec::is_empty));
-    changed
 }
 
-/// Read settings.json (an empty object when missing).
-pub fn read_settings(path: &Path) -> Result<Value> {
-    match std::fs::read(path) {
-        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
-        Ok(b) => serde_json::from_slice(&b).map_err(|e| {
-            Error::Other(format!(
-                "{}: not valid JSON ({e}); fix it by hand before cchist edits it",
-                path.display()
-            ))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
-        Err(e) => Err(Error::io(&Origin::file(path), "read", e)),
-    }
+/// What the transcript held when [`wait_for_turn`] returned.
+#[derive(Debug)]
+pub enum TurnWait {
+    /// It holds the named turn, numbered `turn`, and stopped growing.
+    Complete {
+        /// The turn's number.
+        turn: usize,
+        /// The resolved transcript path.
+        path: PathBuf,
+        /// How long after the start the transcript first held the turn (zero: at once).
+        held_after: Duration,
+    },
+    /// It did not within the cap; says what was missing.
+    Incomplete(String),
+    /// The path is outside the fence.
+    Refused(String),
 }
 
-/// Write settings.json atomically, keeping a backup of the previous version.
-pub fn write_settings(path: &Path, doc: &Value) -> Result<Option<PathBuf>> {
-    use std::io::Write;
-    let o = Origin::file(path);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io(&Origin::file(dir), "create directory", e))?;
+/// Wait until the transcript holds the turn the Stop input names and has stopped growing.
+pub fn wait_for_turn(fence: &Fence, inp: &HookInput, wait: Wait) -> Result<TurnWait> {
+    let path = inp.transcript()?;
+    let start = Instant::now();
+    let mut seen: Option<(u64, usize)> = None; // (size, turn) when the turn was first complete
+    let mut stable_since = start;
+    let mut held_after = None;
+    let mut missing = "the transcript does not exist";
+    loop {
+        match fence.transcript(path) {
+            Err(Refusal::Outside(why)) => return Ok(TurnWait::Refused(why)),
+            Err(Refusal::Missing) => seen = None,
+            Ok(resolved) => {
+                let data = read_bounded(&resolved)?;
+                let size = data.len() as u64;
+                match completed_turn(
+                    &data,
+                    inp.prompt_id.as_deref(),
+                    inp.last_assistant_message.as_deref(),
+                ) {
+                    None => {
+                        missing = "the transcript does not hold the turn that ended";
+                        seen = None;
+                        held_after = None;
+                    }
+                    Some(turn) => {
+                        held_after.get_or_insert_with(|| start.elapsed());
+                        if seen != Some((size, turn)) {
+                            seen = Some((size, turn));
+                            stable_since = Instant::now();
+                        } else if stable_since.elapsed() >= wait.settle {
+                            return Ok(TurnWait::Complete {
+                                turn,
+                                path: resolved,
+                                held_after: held_after.unwrap_or_default(),
+                            });
+                        }
+                        missing = "the transcript kept growing";
+                    }
+                }
+            }
+        }
+        if start.elapsed() >= wait.cap {
+            return Ok(TurnWait::Incomplete(format!(
+                "{missing} after {:.1} s",
+                wait.cap.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(wait.poll);
     }
-    let mut backup = None;
-    let mut mode = 0o644;
-    if let Ok(meta) = std::fs::metadata(path) {
-        use std::os::unix::fs::MetadataExt;
-        mode = meta.mode();
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(
-            ".cchist-bak.{}",
-            crate::io::clock::file_stamp(std::time::SystemTime::now())
-        ));
-        let b = PathBuf::from(name);
-        std::fs::copy(path, &b).map_err(|e| Error::io(&Origin::file(&b), "backup", e))?;
-        backup = Some(b);
-    }
-    let mut text = serde_json::to_string_pretty(doc).expect("a Value serializes");
-    text.push('\n');
-    let mut tmp =
-        crate::io::output::AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
-    tmp.write_all(text.as_bytes())
-        .map_err(|e| Error::io(&o, "write", e))?;
-    tmp.commit(Some(mode), None)
-        .map_err(|e| Error::io(&o, "rename", e))?;
-    Ok(backup)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn rec(v: serde_json::Value) -> String {
+        v.to_string() + "\n"
+    }
+
+    fn prompt(uuid: &str, parent: Option<&str>, pid: &str, text: &str) -> String {
+        rec(
+            serde_json::json!({"type":"user","uuid":uuid,"parentUuid":parent,"promptId":pid,
+            "message":{"role":"user","content":text}}),
+        )
+    }
+
+    fn answer(uuid: &str, parent: &str, mid: &str, text: &str) -> String {
+        rec(
+            serde_json::json!({"type":"assistant","uuid":uuid,"parentUuid":parent,
+            "message":{"id":mid,"role":"assistant","content":[{"type":"text","text":text}]}}),
+        )
+    }
+
     #[test]
-    fn install_is_idempotent_and_keeps_other_settings() {
-        let mut doc = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}});
-        let ev = vec!["SessionEnd".to_string(), "Stop".to_string()];
-        assert!(install_into(&mut doc, &ev, "/bin/cchist hook", 10).unwrap());
-        let once = doc.clone();
-        assert!(!install_into(&mut doc, &ev, "/bin/cchist hook", 10).unwrap());
-        assert_eq!(doc, once);
-        assert_eq!(doc["model"], "opus");
-        assert_eq!(doc["hooks"]["Stop"].as_array().unwrap().len(), 2);
-        assert_eq!(doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 10);
-        // a new pipeline replaces the old entry instead of adding a second one
-        assert!(install_into(&mut doc, &ev, "/bin/cchist hook --pipeline x", 10).unwrap());
-        assert_eq!(doc["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);
-        assert!(uninstall_from(&mut doc));
+    fn completed_turn_needs_the_named_prompt_and_its_final_text() {
+        let t1 = prompt("u1", None, "p1", "one") + &answer("a1", "u1", "m1", "answer one");
+        // turn 1 complete
         assert_eq!(
-            doc,
-            json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}})
+            completed_turn(t1.as_bytes(), Some("p1"), Some("answer one")),
+            Some(1)
+        );
+        // the Stop of turn 2 arrives before turn 2's prompt is written: not there
+        assert_eq!(
+            completed_turn(t1.as_bytes(), Some("p2"), Some("answer two")),
+            None
+        );
+        // prompt written, answer not yet
+        let t2 = t1.clone() + &prompt("u2", Some("a1"), "p2", "two");
+        assert_eq!(
+            completed_turn(t2.as_bytes(), Some("p2"), Some("answer two")),
+            None
+        );
+        // a same-text answer of the previous turn does not count for this one
+        assert_eq!(
+            completed_turn(t2.as_bytes(), Some("p2"), Some("answer one")),
+            None
+        );
+        let t2 = t2 + &answer("a2", "u2", "m2", "answer two");
+        assert_eq!(
+            completed_turn(t2.as_bytes(), Some("p2"), Some("answer two")),
+            Some(2)
+        );
+        // without prompt id or text: the last turn needs some assistant record
+        assert_eq!(completed_turn(t2.as_bytes(), None, None), Some(2));
+        // empty file
+        assert_eq!(completed_turn(b"", Some("p1"), Some("x")), None);
+    }
+
+    #[test]
+    fn turn_of_prompt_is_known_before_the_answer() {
+        let t = prompt("u1", None, "p1", "one")
+            + &answer("a1", "u1", "m1", "answer one")
+            + &prompt("u2", Some("a1"), "p2", "two");
+        assert_eq!(turn_of_prompt(t.as_bytes(), "p2"), Some(2));
+        assert_eq!(turn_of_prompt(t.as_bytes(), "p1"), None);
+        assert_eq!(turn_of_prompt(t.as_bytes(), "p3"), None);
+    }
+
+    #[test]
+    fn completed_turn_joins_the_records_of_one_message() {
+        let t = prompt("u1", None, "p1", "one")
+            + &answer("a1", "u1", "m1", "first part")
+            + &answer("a2", "a1", "m1", "second part");
+        assert_eq!(
+            completed_turn(t.as_bytes(), Some("p1"), Some("first part\nsecond part")),
+            Some(1)
         );
     }
 }

@@ -1,8 +1,12 @@
 //! Claude Code's folders: where sessions live and which files make up one ([`layout`]),
 //! walking path arguments ([`walk`]), rewriting a session in place, as a fork, or back
-//! ([`rewrite`]), and running as a hook ([`hook`]).
+//! ([`rewrite`]), running as a hook ([`hook`], within the [`fence`], its log and state in [`hook_log`]), and cchist's
+//! entries in `settings.json` ([`settings`]).
 
+pub mod fence;
 pub mod hook;
+pub mod hook_log;
 pub mod layout;
 pub mod rewrite;
+pub mod settings;
 pub mod walk;

@@ -1,24 +1,36 @@
-//! `cchist hook`: run as a Claude Code hook; `cchist hook install|uninstall`: edit settings.json.
+//! `cchist hook`: run as a Claude Code hook (one event, JSON on stdin); `cchist hook
+//! install|uninstall|status` (in `hook_install.rs`): cchist's entries in settings.json and
+//! what the hooks did.
+//!
+//! Every run appends one line to `$CLAUDE_CONFIG_DIR/cchist/hook.log`. Exit status: 0, except
+//! 1 when a SessionEnd run fails (the CLI shows exit 1 on its stderr; nothing else would show
+//! it) or any run fails under `--strict`. Never 2: Claude Code treats exit 2 of Stop and
+//! PreCompact as "block" and feeds cchist's error to the model.
 
 use std::collections::BTreeSet;
 use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
-use cchist::claude::hook::{self, HookInput, Scope};
+use cchist::claude::hook::{self, Fence, HookInput, Refusal, TurnWait};
+use cchist::claude::hook_log::{self, Fired, LogLine};
 use cchist::claude::layout::SessionFile;
 use cchist::claude::rewrite::{self, MutateOptions, Written};
-use cchist::engine::config;
-use cchist::engine::config::StopAction;
+use cchist::engine::config::{self, HookPolicy, PipelineFile, StopAction};
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::engine::runner::{self, Mode};
-use cchist::error::ExitStatus;
+use cchist::error::{ExitStatus, Origin};
+use cchist::io::framing;
 use cchist::io::input::Input;
-use cchist::io::{framing, input};
+use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages;
 use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use serde_json::json;
+
+use super::hook_install::{self, InstallArgs, StatusArgs, UninstallArgs};
 
 /// `cchist hook` arguments.
 #[derive(Args, Debug)]
@@ -26,11 +38,12 @@ use serde_json::json;
 pub struct HookArgs {
     #[command(subcommand)]
     pub action: Option<HookAction>,
-    /// Pipeline for SessionEnd (file or shipped name); its [hook] table sets Stop policies.
-    #[arg(short, long, value_name = "FILE|NAME", default_value = "scrub")]
+    /// Pipeline (a shipped name such as `builtin:scrub`, or a file): SessionEnd applies it;
+    /// forks and digests go through it; its [hook] table sets Stop and SessionStart policies.
+    #[arg(short, long, value_name = "FILE|NAME", default_value = "builtin:scrub")]
     pub pipeline: String,
-    /// Exit 2 on failure (by default a failing hook logs to stderr and exits 0, so it never
-    /// blocks Claude Code).
+    /// Exit 1 on any failure (by default only a failing SessionEnd exits 1; other events log
+    /// the failure and exit 0, so they never get in Claude Code's way).
     #[arg(long)]
     pub strict: bool,
 }
@@ -40,236 +53,324 @@ pub struct HookArgs {
 pub enum HookAction {
     /// Add cchist's hook entries to Claude Code's settings.json (idempotent, backup kept).
     Install(InstallArgs),
-    /// Remove cchist's hook entries from settings.json.
-    Uninstall(InstallArgs),
+    /// Remove cchist's hook entries from settings.json (all, or those of --event).
+    Uninstall(UninstallArgs),
+    /// Show the installed hooks, the last runs and failures.
+    Status(StatusArgs),
 }
-
-/// `hook install|uninstall`.
-#[derive(Args, Debug)]
-pub struct InstallArgs {
-    /// Events to hook, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "SessionEnd,PreCompact")]
-    pub event: Vec<String>,
-    /// user: $CLAUDE_CONFIG_DIR/settings.json (default ~/.claude); project: ./.claude/settings.json.
-    #[arg(long, value_enum, default_value_t = ScopeArg::User)]
-    pub scope: ScopeArg,
-    /// Pipeline the installed hook runs (file path or shipped name).
-    #[arg(short, long, value_name = "FILE|NAME")]
-    pub pipeline: Option<String>,
-    /// Timeout Claude Code gives the hook, in seconds.
-    #[arg(long, default_value_t = 30)]
-    pub timeout: u64,
-}
-
-/// `--scope`.
-#[derive(ValueEnum, Debug, Clone, Copy)]
-pub enum ScopeArg {
-    /// The user's settings.
-    User,
-    /// The project's settings.
-    Project,
-}
-
-const EVENTS: &[&str] = &["SessionEnd", "PreCompact", "SessionStart", "Stop"];
 
 pub fn run(a: HookArgs) -> anyhow::Result<ExitStatus> {
     match a.action {
-        Some(HookAction::Install(i)) => install(i, true),
-        Some(HookAction::Uninstall(i)) => install(i, false),
-        None => match handle(&a.pipeline) {
-            Ok(()) => Ok(ExitStatus::Ok),
-            Err(e) if !a.strict => {
-                eprintln!("cchist hook: {e:#} (ignored so Claude Code is not blocked; --strict makes this fatal)");
-                Ok(ExitStatus::Ok)
-            }
-            Err(e) => Err(e),
-        },
+        Some(HookAction::Install(i)) => hook_install::install(i),
+        Some(HookAction::Uninstall(u)) => hook_install::uninstall(u),
+        Some(HookAction::Status(s)) => hook_install::status(s),
+        None => Ok(run_hook(&a.pipeline, a.strict)),
     }
 }
 
-fn handle(pipeline_spec: &str) -> anyhow::Result<()> {
+/// How one run ended (what the log says).
+struct Done {
+    outcome: &'static str,
+    detail: String,
+}
+
+impl Done {
+    fn new(outcome: &'static str, detail: impl Into<String>) -> Done {
+        Done {
+            outcome,
+            detail: detail.into(),
+        }
+    }
+}
+
+fn run_hook(spec: &str, strict: bool) -> ExitStatus {
+    let start = Instant::now();
+    let mut inp = HookInput::default();
+    let result = read_input().and_then(|i| {
+        inp = i;
+        handle(&inp, spec)
+    });
+    let (outcome, detail) = match &result {
+        Ok(d) => (d.outcome, d.detail.clone()),
+        Err(e) => ("failed", format!("{e:#}")),
+    };
+    let line = LogLine {
+        time: cchist::io::clock::now(),
+        event: if inp.hook_event_name.is_empty() {
+            "?".into()
+        } else {
+            inp.hook_event_name.clone()
+        },
+        session: inp.session_id.clone(),
+        outcome: outcome.into(),
+        detail: detail.chars().take(400).collect(),
+        ms: start.elapsed().as_millis() as u64,
+    };
+    let logged = cchist::claude::layout::config_root()
+        .map_err(anyhow::Error::from)
+        .and_then(|root| Ok(hook_log::append(&root, &line)?));
+    if let Err(e) = logged {
+        eprintln!("cchist hook: cannot write the hook log: {e:#}");
+    }
+    if !line.is_failure() {
+        return ExitStatus::Ok;
+    }
+    eprintln!("cchist hook ({}): {outcome}: {detail}", line.event);
+    if strict || inp.hook_event_name == "SessionEnd" {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Ok
+    }
+}
+
+fn read_input() -> anyhow::Result<HookInput> {
     let mut buf = Vec::new();
     std::io::stdin()
+        .take(hook::MAX_INPUT_BYTES + 1)
         .read_to_end(&mut buf)
         .context("reading the hook input")?;
-    let inp = HookInput::parse(&buf)?;
+    if buf.len() as u64 > hook::MAX_INPUT_BYTES {
+        bail!(
+            "hook input over {} bytes; not what Claude Code sends",
+            hook::MAX_INPUT_BYTES
+        );
+    }
+    Ok(HookInput::parse(&buf)?)
+}
+
+fn handle(inp: &HookInput, spec: &str) -> anyhow::Result<Done> {
+    let fence = Fence::of_config_root()?;
     match inp.hook_event_name.as_str() {
-        "SessionEnd" => session_end(&inp, pipeline_spec),
-        "PreCompact" => pre_compact(&inp),
-        "SessionStart" => session_start(&inp, pipeline_spec),
-        "Stop" => stop(&inp, pipeline_spec),
-        _ => Ok(()),
+        "SessionEnd" => session_end(inp, spec, &fence),
+        "PreCompact" => pre_compact(inp, spec, &fence),
+        "SessionStart" => session_start(inp, spec, &fence),
+        "Stop" => stop(inp, spec, &fence),
+        other => Ok(Done::new(
+            "skipped",
+            format!("event {other:?}: nothing to do"),
+        )),
     }
 }
 
-fn session_end(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
-    let transcript = inp.transcript()?;
+fn load(spec: &str) -> anyhow::Result<(PipelineFile, HookPolicy)> {
     let file = config::load_spec(spec)?;
+    let policy = file.hook.clone();
+    Ok((file, policy))
+}
+
+fn session_end(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
+    let (file, _) = load(spec)?;
+    let transcript = match fence.transcript(inp.transcript()?) {
+        Ok(p) => p,
+        Err(Refusal::Missing) => return Ok(Done::new("skipped", "no transcript on disk")),
+        Err(Refusal::Outside(why)) => return Ok(Done::new("refused", why)),
+    };
     let mode = Mode::InPlace {
         backup: None,
         touch: false,
         break_links: false,
     };
-    let mut failures = Vec::new();
-    for m in SessionFile::from_path(transcript).members() {
-        let path = m.path;
-        let rel = path.file_name().map(Into::into).unwrap_or_default();
-        if let Err(e) = runner::run_one(&file.pipeline, &Input::File { path, rel }, &mode) {
-            failures.push(e.to_string());
+    let (files, refused) = fence.members(&transcript);
+    let (mut failures, mut changed) = (Vec::new(), 0);
+    for m in &files {
+        let rel = m.path.file_name().map(Into::into).unwrap_or_default();
+        let input = Input::File {
+            path: m.path.clone(),
+            rel,
+        };
+        match runner::run_one(&file.pipeline, &input, &mode) {
+            Ok(r) => changed += usize::from(r.changed),
+            Err(e) => failures.push(e.to_string()),
         }
     }
     if !failures.is_empty() {
         bail!("{}", failures.join("; "));
     }
-    Ok(())
+    let detail = format!("{} files, {changed} changed", files.len());
+    if !refused.is_empty() {
+        return Ok(Done::new(
+            "refused",
+            format!("{detail}; refused: {}", refused.join("; ")),
+        ));
+    }
+    Ok(Done::new("ok", detail))
 }
 
-fn digest_of(path: &std::path::Path) -> anyhow::Result<String> {
-    let f = input::open(path)?;
-    let mut s = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect());
+/// A digest of the session at `path` after the pipeline ran over it (so it holds no secret the
+/// pipeline redacts), and the digest's text through the pipeline's text transformation too.
+fn redacted_digest(pipeline: &Pipeline, path: &Path) -> anyhow::Result<String> {
+    let data = hook::read_bounded(path)?;
+    let origin = Origin::file(path);
+    let mut out = Vec::with_capacity(data.len());
+    let mut sink = SpanWriter::new(&mut out);
+    pipeline.run_buffer(&data, &origin, &mut sink)?;
+    sink.finish().context("building the digest")?;
+    drop(sink);
+    let mut s = Session::new(framing::lines(&out, 1).map(Record::from_line).collect());
     let all: BTreeSet<usize> = (0..s.records.len()).collect();
-    Ok(stages::summarize::digest_body(&mut s, &all))
+    let d = stages::summarize::digest_body(&mut s, &all);
+    let d = match pipeline.run_text(d.as_bytes(), &origin)? {
+        (Some(changed), _) => String::from_utf8_lossy(&changed).into_owned(),
+        (None, _) => d,
+    };
+    Ok(d)
 }
 
-fn pre_compact(inp: &HookInput) -> anyhow::Result<()> {
-    let d = digest_of(inp.transcript()?)?;
+fn pre_compact(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
+    let (file, _) = load(spec)?;
+    let path = match fence.transcript(inp.transcript()?) {
+        Ok(p) => p,
+        Err(why) => return Ok(Done::new("refused", why.to_string())),
+    };
+    let d = redacted_digest(&file.pipeline, &path)?;
     println!(
         "When you summarize, keep these facts from the transcript (collected by cchist):\n{d}"
     );
-    Ok(())
+    Ok(Done::new("ok", "digest printed"))
 }
 
-fn session_start(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
-    let file = config::load_spec(spec)?;
-    let policy = file.hook;
+fn session_start(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
+    let (file, policy) = load(spec)?;
     if !policy.session_start_digest {
-        return Ok(());
+        return Ok(Done::new("skipped", "session_start_digest is off"));
+    }
+    if inp.source.as_deref() == Some("compact") && !policy.session_start_on_compact {
+        return Ok(Done::new(
+            "skipped",
+            "after compaction (session_start_on_compact is off)",
+        ));
     }
     let transcript = inp.transcript()?;
     let Some(dir) = transcript.parent() else {
-        return Ok(());
+        return Ok(Done::new("skipped", "no project folder"));
     };
-    let previous = cchist::claude::layout::sessions_in(dir)?
+    let mut sessions = cchist::claude::layout::sessions_in(dir).unwrap_or_default();
+    sessions.retain(|s| s.id != inp.session_id && s.path != transcript);
+    let previous = sessions
         .into_iter()
-        .filter(|s| s.id != inp.session_id && s.path != transcript)
         .max_by_key(|s| std::fs::metadata(&s.path).and_then(|m| m.modified()).ok());
-    if let Some(prev) = previous {
-        let d = digest_of(&prev.path)?;
-        println!(
-            "The previous session of this project ({}), digested by cchist:\n{d}",
-            prev.id
-        );
-    }
-    Ok(())
+    let Some(prev) = previous else {
+        return Ok(Done::new("skipped", "no previous session in this project"));
+    };
+    let path = match fence.transcript(&prev.path) {
+        Ok(p) => p,
+        Err(why) => return Ok(Done::new("refused", why.to_string())),
+    };
+    let d = redacted_digest(&file.pipeline, &path)?;
+    println!(
+        "The previous session of this project ({}), digested by cchist:\n{d}",
+        prev.id
+    );
+    Ok(Done::new("ok", format!("digest of {}", prev.id)))
 }
 
-fn stop(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
-    if inp.stop_hook_active {
-        return Ok(());
+fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
+    // `stop_hook_active` (another hook made the model continue) is no reason to skip: this
+    // hook never blocks, and the state below keeps a threshold from firing twice.
+    let (file, policy) = load(spec)?;
+    if !policy.has_turn_rules() {
+        return Ok(Done::new("skipped", "no turn-count rule in [hook]"));
     }
-    let file = config::load_spec(spec)?;
-    let policy = file.hook;
-    if policy.at_turns.is_empty() && policy.every == 0 {
-        return Ok(());
+    // The turn's number is known once its prompt is on disk: a turn that triggers nothing
+    // needs no wait for its answer.
+    if let (Some(pid), Ok(path)) = (
+        inp.prompt_id.as_deref(),
+        fence.transcript(inp.transcript()?),
+    ) {
+        let known = hook::read_bounded(&path)
+            .ok()
+            .and_then(|data| hook::turn_of_prompt(&data, pid));
+        if let Some(turn) = known.filter(|&t| !policy.triggers(t)) {
+            return Ok(Done::new("ok", format!("turn {turn}: no threshold")));
+        }
     }
-    let transcript = inp.transcript()?;
-    let f = input::open(transcript)?;
-    let turns = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect())
-        .turns()
-        .len();
-    drop(f);
-    if !policy.triggers(turns) {
-        return Ok(());
+    let wait = hook::Wait {
+        cap: std::time::Duration::from_millis(policy.stop_wait_ms),
+        ..hook::Wait::default()
+    };
+    let (turn, path, held_after) = match hook::wait_for_turn(fence, inp, wait)? {
+        TurnWait::Complete {
+            turn,
+            path,
+            held_after,
+        } => (turn, path, held_after),
+        TurnWait::Incomplete(why) => {
+            return Ok(Done::new("incomplete", format!("{why}; nothing fired")))
+        }
+        TurnWait::Refused(why) => return Ok(Done::new("refused", why)),
+    };
+    // How long the transcript took to hold the turn after the hook started: the wait's reason.
+    let held = format!("complete after {} ms", held_after.as_millis());
+    if !policy.triggers(turn) {
+        return Ok(Done::new(
+            "ok",
+            format!("turn {turn}: no threshold ({held})"),
+        ));
     }
-    let message = match policy.action {
-        StopAction::Notify => format!(
-            "cchist: this session has {turns} turns. To continue with less context: cchist summarize-range --keep-last {} --fork --session {}",
-            policy.keep_last, inp.session_id
+    let root = cchist::claude::layout::config_root()?;
+    let mut fired = Fired::lock(&root, &inp.session_id)?;
+    if fired.has(turn) {
+        return Ok(Done::new(
+            "skipped",
+            format!("turn {turn}: already fired in this session"),
+        ));
+    }
+    let (message, detail) = match policy.action {
+        StopAction::Notify => (
+            format!(
+                "cchist: this session has {turn} turns. To continue with less context: cchist summarize-range --keep-last {} --fork --session {}",
+                policy.keep_last, inp.session_id
+            ),
+            format!("turn {turn}: notified ({held})"),
+        ),
+        StopAction::Fork if turn <= policy.keep_last => (
+            format!(
+                "cchist: this session has {turn} turns, no more than keep_last = {}: nothing to compress, no copy written",
+                policy.keep_last
+            ),
+            format!("turn {turn}: nothing to compress (keep_last {})", policy.keep_last),
         ),
         StopAction::Fork => {
-            let mut opts = toml::Table::new();
-            opts.insert("keep_last".into(), toml::Value::Integer(policy.keep_last as i64));
-            let summarize = (stages::summarize::DEF.build)(opts)?;
-            let relink = (stages::relink::DEF.build)(toml::Table::new())?;
-            let p = Pipeline::new(vec![summarize, relink], OnInvalid::Keep, "stop-hook fork".into());
-            let s = SessionFile {
-                id: inp.session_id.clone(),
-                path: transcript.to_path_buf(),
-                project_dir: transcript.parent().map(Into::into).unwrap_or_default(),
-            };
-            let (_, written) = rewrite::mutate(&s, &p, MutateOptions { fork: true, ..Default::default() })?;
-            match written {
-                Written::Forked { id, .. } => format!(
-                    "cchist: this session has {turns} turns; a compressed copy (summary + last {} turns) is ready: claude --resume {id}",
+            let id = fork(file, &path, policy.keep_last)?;
+            (
+                format!(
+                    "cchist: this session has {turn} turns; a compressed copy (summary + last {} turns, redacted) is ready: claude --resume {id}",
                     policy.keep_last
                 ),
-                _ => return Ok(()),
-            }
+                format!("turn {turn}: forked {id} ({held})"),
+            )
         }
     };
+    fired.record(turn)?;
     println!("{}", json!({ "systemMessage": message }));
-    Ok(())
+    Ok(Done::new("fired", detail))
 }
 
-fn install(a: InstallArgs, add: bool) -> anyhow::Result<ExitStatus> {
-    for ev in &a.event {
-        if !EVENTS.contains(&ev.as_str()) {
-            bail!("unknown event `{ev}`; cchist handles {}", EVENTS.join(", "));
-        }
+/// Write a compressed fork: summarize-range (all but the last `keep_last` turns), then the
+/// hook pipeline's stages (redaction …), then relink unless the pipeline ends with it.
+fn fork(file: PipelineFile, path: &Path, keep_last: usize) -> anyhow::Result<String> {
+    let mut opts = toml::Table::new();
+    opts.insert("keep_last".into(), toml::Value::Integer(keep_last as i64));
+    let mut list = vec![(stages::summarize::DEF.build)(opts)?];
+    list.extend(file.pipeline.stages);
+    if !list.last().is_some_and(|s| s.name() == "relink") {
+        list.push((stages::relink::DEF.build)(toml::Table::new())?);
     }
-    let scope = match a.scope {
-        ScopeArg::User => Scope::User,
-        ScopeArg::Project => Scope::Project,
+    let p = Pipeline::new(list, OnInvalid::Keep, "stop-hook fork".into());
+    let s = SessionFile {
+        id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: path.to_path_buf(),
+        project_dir: path.parent().map(PathBuf::from).unwrap_or_default(),
     };
-    let path = hook::settings_path(scope)?;
-    let exe = std::env::current_exe().context("finding the cchist executable")?;
-    let mut command = format!("{} hook", shell_quote(&exe.to_string_lossy()));
-    if let Some(p) = &a.pipeline {
-        let p = std::path::Path::new(p);
-        let spec = if p.exists() {
-            std::path::absolute(p)?.to_string_lossy().into_owned()
-        } else {
-            config::load_spec(&p.to_string_lossy())?;
-            p.to_string_lossy().into_owned()
-        };
-        command += &format!(" --pipeline {}", shell_quote(&spec));
-    }
-    let mut doc = hook::read_settings(&path)?;
-    let changed = if add {
-        hook::install_into(&mut doc, &a.event, &command, a.timeout)?
-    } else {
-        hook::uninstall_from(&mut doc)
+    let opts = MutateOptions {
+        fork: true,
+        ..Default::default()
     };
-    if !changed {
-        eprintln!(
-            "{}: already {}",
-            path.display(),
-            if add { "installed" } else { "absent" }
-        );
-        return Ok(ExitStatus::Ok);
-    }
-    let backup = hook::write_settings(&path, &doc)?;
-    let what = if add {
-        format!("added `{command}` for {}", a.event.join(", "))
-    } else {
-        "removed cchist's hook entries".to_string()
-    };
-    eprintln!(
-        "{}: {what}{}",
-        path.display(),
-        backup
-            .map(|b| format!(" (previous version kept as {})", b.display()))
-            .unwrap_or_default()
-    );
-    Ok(ExitStatus::Ok)
-}
-
-fn shell_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
+    match rewrite::mutate(&s, &p, opts)? {
+        (_, Written::Forked { id, .. }) => Ok(id),
+        (_, other) => bail!("the fork was not written ({other:?})"),
     }
 }

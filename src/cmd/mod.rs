@@ -7,6 +7,7 @@ pub mod drop_tool_noise;
 pub mod edit;
 pub mod history;
 pub mod hook;
+pub mod hook_install;
 pub mod ls;
 mod plan;
 mod print;

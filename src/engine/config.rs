@@ -69,10 +69,22 @@ pub struct HookPolicy {
     /// Print a digest of the project's previous session at `SessionStart`.
     #[serde(default)]
     pub session_start_digest: bool,
+    /// Print it again when the session starts after a compaction (`source: compact`); off by
+    /// default, since it would repeat after every `/compact`.
+    #[serde(default)]
+    pub session_start_on_compact: bool,
+    /// `Stop`: how long to wait for the transcript to hold the turn that ended, in
+    /// milliseconds (keep it well inside the hook's timeout).
+    #[serde(default = "default_stop_wait_ms")]
+    pub stop_wait_ms: u64,
 }
 
 fn default_keep_last() -> usize {
     5
+}
+
+fn default_stop_wait_ms() -> u64 {
+    10_000
 }
 
 /// The one set of defaults: a pipeline file without `[hook]` gets the same policy as one
@@ -85,6 +97,8 @@ impl Default for HookPolicy {
             action: StopAction::default(),
             keep_last: default_keep_last(),
             session_start_digest: false,
+            session_start_on_compact: false,
+            stop_wait_ms: default_stop_wait_ms(),
         }
     }
 }
@@ -101,6 +115,11 @@ pub enum StopAction {
 }
 
 impl HookPolicy {
+    /// True when the policy has any turn-count rule.
+    pub fn has_turn_rules(&self) -> bool {
+        !self.at_turns.is_empty() || self.every > 0
+    }
+
     /// True when a session with `turns` turns triggers the policy.
     pub fn triggers(&self, turns: usize) -> bool {
         turns > 0 && (self.at_turns.contains(&turns) || (self.every > 0 && turns % self.every == 0))
@@ -117,29 +136,64 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("ci-policy", include_str!("../../filters/ci-policy.toml")),
 ];
 
-/// Load a pipeline by path, or by the name of a shipped one (`scrub`, `share`, …) when no
-/// file of that name exists.
+/// Prefix that names a shipped pipeline explicitly: `builtin:scrub`.
+pub const BUILTIN_PREFIX: &str = "builtin:";
+
+/// The shipped pipeline `spec` names, if it names one: `builtin:NAME`, or a bare shipped name
+/// (`scrub`, `share`, …).
+pub fn builtin_name(spec: &str) -> Option<&'static str> {
+    let name = spec.strip_prefix(BUILTIN_PREFIX).unwrap_or(spec);
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(n, _)| *n)
+}
+
+/// Load a pipeline by the name of a shipped one (`builtin:scrub`, or just `scrub`), else by
+/// path; `filters/NAME.toml` falls back to the shipped copy when no such file exists.
+///
+/// A shipped name resolves before any file: a file named `scrub` in the working directory
+/// (a hook runs in the project's) must never replace the built-in redaction.
 pub fn load_spec(spec: &str) -> Result<PipelineFile> {
+    if let Some(n) = builtin_name(spec) {
+        return load_builtin(n);
+    }
     let path = Path::new(spec);
+    if let Some(name) = spec.strip_prefix(BUILTIN_PREFIX) {
+        return Err(unknown(
+            path,
+            &format!("`{name}` is not a shipped pipeline"),
+        ));
+    }
     if path.exists() {
         return load(path);
     }
     let name = spec.trim_end_matches(".toml");
     let name = name.strip_prefix("filters/").unwrap_or(name);
-    match BUILTIN.iter().find(|(n, _)| *n == name) {
-        Some((n, text)) => parse(text, &Origin::file(Path::new(&format!("<builtin {n}>")))),
-        None => Err(Error::Config {
-            path: Origin::file(path),
-            line: None,
-            message: format!(
-                "no such pipeline file, and not a shipped pipeline name ({})",
-                BUILTIN
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }),
+    match builtin_name(name) {
+        Some(n) => load_builtin(n),
+        None => Err(unknown(path, "no such pipeline file")),
+    }
+}
+
+fn load_builtin(name: &str) -> Result<PipelineFile> {
+    let text = BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .expect("a shipped name");
+    parse(text, &Origin::file(Path::new(&format!("<builtin {name}>"))))
+}
+
+fn unknown(path: &Path, why: &str) -> Error {
+    Error::Config {
+        path: Origin::file(path),
+        line: None,
+        message: format!(
+            "{why}, and not a shipped pipeline name ({})",
+            BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

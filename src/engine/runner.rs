@@ -301,6 +301,16 @@ fn run_whole_file(
             if new.is_none() {
                 return Ok(report);
             }
+            // As for JSONL files: a link is not replaced by a regular file (the rename would
+            // break it and leave the original, secret and all, at its target).
+            let lmeta =
+                std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
+            if !lmeta.file_type().is_file() {
+                return Err(Error::Other(format!(
+                    "{}: is a symbolic link or not a regular file; cchist replaces only regular files in place",
+                    path.display()
+                )));
+            }
             if let Some(suffix) = backup {
                 let (b, bpath) = stage_backup(path, suffix, &f)?;
                 b.persist()

@@ -1,5 +1,6 @@
 //! `cchist hook` installed into a sandboxed Claude Code: the real CLI runs it at SessionEnd,
-//! and the transcript left on disk holds no planted secret and still resumes.
+//! and the transcript left on disk holds no planted secret and still resumes, whatever files
+//! named like shipped pipelines the project holds.
 
 use serde_json::json;
 
@@ -46,7 +47,13 @@ fn session_end_hook_scrubs_the_transcript_the_cli_wrote() {
     let secret = planted_secret();
     let scenario = Scenario {
         name: "hooked".into(),
-        files: vec![(".env".into(), format!("AWS_SECRET_ACCESS_KEY={secret}\n"))],
+        // A `scrub` file and a `share/` folder in the project (the hook's working directory)
+        // must not replace the shipped pipeline the hook runs.
+        files: vec![
+            (".env".into(), format!("AWS_SECRET_ACCESS_KEY={secret}\n")),
+            ("scrub".into(), "version = 1\n".into()),
+            ("share/notes.md".into(), "not a pipeline\n".into()),
+        ],
         prompts: vec![Prompt {
             prompt: "What is in .env?".into(),
             turns: vec![

@@ -245,10 +245,33 @@ impl Probe {
 }
 
 /// Output of one CLI run.
-struct RunOutput {
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// Exit status; `None` when it timed out and was killed.
+    pub status: Option<ExitStatus>,
+    /// What the CLI printed on stdout.
+    pub stdout: String,
+    /// What the CLI printed on stderr.
+    pub stderr: String,
+}
+
+impl RunOutput {
+    /// The `session_id` the CLI reported (JSON output, or any stream-json line).
+    pub fn session_id(&self) -> Option<String> {
+        self.stdout.lines().rev().find_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            v.get("session_id")?.as_str().map(str::to_owned)
+        })
+    }
+}
+
+/// How the CLI prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// `--output-format json`: one object at the end.
+    Json,
+    /// `--output-format stream-json --verbose`: one event per line (hook messages included).
+    StreamJson,
 }
 
 /// A throwaway `HOME` + `CLAUDE_CONFIG_DIR` + project dir; deleted on drop.
@@ -335,6 +358,7 @@ impl Sandbox {
             &args,
             PROBE_TIMEOUT,
             &format!("resume {session_id}"),
+            OutputFormat::Json,
         );
         Some(Probe {
             exit_status: out.status,
@@ -347,7 +371,20 @@ impl Sandbox {
         })
     }
 
-    /// Runs the CLI once with `args` (+ `--output-format json`) against `mock`, killing its
+    /// Runs the CLI once with `args` against `mock` in this sandbox (`None` without a CLI);
+    /// killed after the generate timeout.
+    pub fn cli(
+        &self,
+        mock: &MockApi,
+        args: &[&str],
+        format: OutputFormat,
+        label: &str,
+    ) -> Option<RunOutput> {
+        let bin = claude_bin()?;
+        Some(self.run(&bin, mock, args, GENERATE_TIMEOUT, label, format))
+    }
+
+    /// Runs the CLI once with `args` (+ the output format) against `mock`, killing its
     /// process group after `timeout`.
     fn run(
         &self,
@@ -356,6 +393,7 @@ impl Sandbox {
         args: &[&str],
         timeout: Duration,
         label: &str,
+        format: OutputFormat,
     ) -> RunOutput {
         let n = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
         let (out_path, err_path) = (
@@ -363,8 +401,12 @@ impl Sandbox {
             self.root.join(format!("run{n}.err")),
         );
         let mut cmd = Command::new(bin);
+        let format_args: &[&str] = match format {
+            OutputFormat::Json => &["--output-format", "json"],
+            OutputFormat::StreamJson => &["--output-format", "stream-json", "--verbose"],
+        };
         cmd.args(args)
-            .args(["--output-format", "json"])
+            .args(format_args)
             .current_dir(&self.proj)
             .stdin(Stdio::null())
             .stdout(File::create(&out_path).expect("stdout file"))
@@ -421,6 +463,16 @@ impl Sandbox {
     /// Runs `scenario` in this sandbox (files, then one CLI process per prompt, the mock
     /// answering with its scripted turns); returns the session id. `None` without a CLI.
     pub fn play(&self, scenario: &Scenario) -> Option<String> {
+        self.play_runs(scenario, OutputFormat::Json)
+            .map(|(sid, _)| sid)
+    }
+
+    /// [`Sandbox::play`], returning each prompt's CLI output too.
+    pub fn play_runs(
+        &self,
+        scenario: &Scenario,
+        format: OutputFormat,
+    ) -> Option<(String, Vec<RunOutput>)> {
         let bin = claude_bin()?;
         let sb = self;
         for (rel, text) in &scenario.files {
@@ -431,6 +483,7 @@ impl Sandbox {
         let mock = MockApi::start(Vec::new()).expect("start mock API");
         let proj = sb.proj.to_string_lossy().into_owned();
         let mut sid: Option<String> = None;
+        let mut runs = Vec::new();
         for (i, step) in scenario.prompts.iter().enumerate() {
             let turns = step.turns.iter().map(|t| {
                 t.iter()
@@ -449,7 +502,7 @@ impl Sandbox {
                 args.extend(["--resume", s.as_str()]);
             }
             let label = format!("generate {} prompt {}", scenario.name, i + 1);
-            let out = sb.run(&bin, &mock, &args, GENERATE_TIMEOUT, &label);
+            let out = sb.run(&bin, &mock, &args, GENERATE_TIMEOUT, &label, format);
             let errors = mock.shape_errors();
             assert!(
                 out.status.is_some_and(|s| s.success()) && errors.is_empty(),
@@ -458,15 +511,10 @@ impl Sandbox {
                 tail(&out.stderr, 2000),
                 tail(&out.stdout, 1000)
             );
-            let reply: Value = serde_json::from_str(&out.stdout).expect("CLI JSON output");
-            sid = Some(
-                reply["session_id"]
-                    .as_str()
-                    .expect("session_id in CLI output")
-                    .to_owned(),
-            );
+            sid = Some(out.session_id().expect("session_id in CLI output"));
+            runs.push(out);
         }
-        Some(sid.expect("scenario has at least one prompt"))
+        Some((sid.expect("scenario has at least one prompt"), runs))
     }
 }
 

@@ -1,0 +1,237 @@
+//! What hooks leave under `$CLAUDE_CONFIG_DIR/cchist/`: the run log (`hook.log`, one JSON line
+//! per run: time, event, session, outcome, duration, and for failures the reason; never
+//! transcript content) and which Stop thresholds fired per session (`hook-state/<id>.json`).
+
+use std::collections::BTreeSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Origin, Result};
+
+/// The log is rotated to `hook.log.1` past this size.
+const LOG_ROTATE_BYTES: u64 = 1 << 20;
+
+/// cchist's folder under the Claude Code config root.
+pub fn state_dir(config_root: &Path) -> PathBuf {
+    config_root.join("cchist")
+}
+
+/// The hook run log.
+pub fn log_path(config_root: &Path) -> PathBuf {
+    state_dir(config_root).join("hook.log")
+}
+
+/// One hook run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LogLine {
+    /// When it ended (RFC 3339, UTC).
+    pub time: String,
+    /// The hook event.
+    pub event: String,
+    /// The session id (as Claude Code sent it).
+    pub session: String,
+    /// `ok`, `fired`, `skipped`, `refused`, `incomplete` or `failed`.
+    pub outcome: String,
+    /// What happened, in a few words (file names and reasons; never transcript content).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    /// How long the run took.
+    pub ms: u64,
+}
+
+impl LogLine {
+    /// True for an outcome someone should look at.
+    pub fn is_failure(&self) -> bool {
+        matches!(self.outcome.as_str(), "failed" | "refused" | "incomplete")
+    }
+}
+
+fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::io(&Origin::file(dir), "create directory", e))
+}
+
+/// Append one line to the log (one `write` on an `O_APPEND` file, so concurrent hooks do
+/// not interleave), rotating it when it grew past 1 MiB.
+pub fn append(config_root: &Path, line: &LogLine) -> Result<()> {
+    let path = log_path(config_root);
+    private_dir(&state_dir(config_root))?;
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
+        let _ = std::fs::rename(&path, path.with_extension("log.1"));
+    }
+    let mut text = serde_json::to_string(line).expect("a log line serializes");
+    text.push('\n');
+    let o = Origin::file(&path);
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| Error::io(&o, "open", e))?;
+    f.write_all(text.as_bytes())
+        .map_err(|e| Error::io(&o, "write", e))
+}
+
+/// The logged runs, oldest first (the rotated file, then the current one); unreadable lines
+/// are skipped.
+pub fn read(config_root: &Path) -> Vec<LogLine> {
+    let path = log_path(config_root);
+    [path.with_extension("log.1"), path]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect::<Vec<LogLine>>()
+        })
+        .collect()
+}
+
+/// The Stop thresholds that fired in one session, held under an exclusive lock from
+/// [`Fired::lock`] until dropped, so two hooks of one session cannot both fire one.
+pub struct Fired {
+    file: File,
+    path: PathBuf,
+    turns: BTreeSet<usize>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct FiredDoc {
+    fired: BTreeSet<usize>,
+}
+
+impl Fired {
+    /// Lock and read the state of `session` (an id of letters, digits, `-` and `_`).
+    pub fn lock(config_root: &Path, session: &str) -> Result<Fired> {
+        if session.is_empty()
+            || session.len() > 128
+            || !session
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(Error::Other(format!(
+                "session id {:?} is not one Claude Code writes; no state kept for it",
+                session.chars().take(40).collect::<String>()
+            )));
+        }
+        let dir = state_dir(config_root).join("hook-state");
+        private_dir(&dir)?;
+        let path = dir.join(format!("{session}.json"));
+        if !path.exists() {
+            prune(&dir);
+        }
+        let o = Origin::file(&path);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| Error::io(&o, "open", e))?;
+        // SAFETY: flock on a descriptor we own; released when `file` closes.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(Error::io(&o, "lock", std::io::Error::last_os_error()));
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| Error::io(&o, "read", e))?;
+        let doc: FiredDoc = if text.trim().is_empty() {
+            FiredDoc::default()
+        } else {
+            serde_json::from_str(&text).map_err(|e| {
+                Error::Other(format!(
+                    "{}: not the state cchist writes ({e}); remove it to start over",
+                    path.display()
+                ))
+            })?
+        };
+        Ok(Fired {
+            file,
+            path,
+            turns: doc.fired,
+        })
+    }
+
+    /// True when the threshold at `turn` already fired.
+    pub fn has(&self, turn: usize) -> bool {
+        self.turns.contains(&turn)
+    }
+
+    /// Record that the threshold at `turn` fired (written and synced before returning).
+    pub fn record(&mut self, turn: usize) -> Result<()> {
+        self.turns.insert(turn);
+        let o = Origin::file(&self.path);
+        let text = serde_json::to_string(&FiredDoc {
+            fired: self.turns.clone(),
+        })
+        .expect("state serializes");
+        self.file
+            .set_len(0)
+            .and_then(|_| self.file.rewind())
+            .and_then(|_| self.file.write_all(text.as_bytes()))
+            .and_then(|_| self.file.sync_all())
+            .map_err(|e| Error::io(&o, "write", e))
+    }
+}
+
+/// State files older than this are removed when a new session's file is made (a session
+/// idle that long has been resumed, if ever, as the turn counts it had).
+const STATE_KEEP: std::time::Duration = std::time::Duration::from_secs(90 * 24 * 3600);
+
+/// Remove state files not written for [`STATE_KEEP`], so the folder does not grow forever.
+fn prune(dir: &Path) {
+    let now = std::time::SystemTime::now();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|age| age > STATE_KEEP));
+        if old && e.path().extension().is_some_and(|x| x == "json") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_appends_and_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        let line = LogLine {
+            time: "t".into(),
+            event: "Stop".into(),
+            session: "s".into(),
+            outcome: "failed".into(),
+            detail: "x".into(),
+            ms: 3,
+        };
+        append(d.path(), &line).unwrap();
+        append(d.path(), &line).unwrap();
+        assert_eq!(read(d.path()), vec![line.clone(), line]);
+    }
+
+    #[test]
+    fn fired_state_persists_and_refuses_odd_ids() {
+        let d = tempfile::tempdir().unwrap();
+        {
+            let mut f = Fired::lock(d.path(), "abc-1").unwrap();
+            assert!(!f.has(2));
+            f.record(2).unwrap();
+        }
+        assert!(Fired::lock(d.path(), "abc-1").unwrap().has(2));
+        assert!(!Fired::lock(d.path(), "abc-2").unwrap().has(2));
+        assert!(Fired::lock(d.path(), "../x").is_err());
+    }
+}

@@ -1,0 +1,310 @@
+//! cchist's entries in Claude Code's `settings.json`: install, uninstall, list.
+//!
+//! An entry is recognised by its parsed argv (`<…/cchist> hook …`, shell quoting undone), so
+//! a binary path with a space is found again. The file is written atomically through a link
+//! (dotfiles setups keep `settings.json` as a symlink), with a backup of the previous version.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Origin, Result};
+
+/// Where a hook is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `$CLAUDE_CONFIG_DIR/settings.json` (default `~/.claude/settings.json`).
+    User,
+    /// `.claude/settings.json` in the current project.
+    Project,
+}
+
+/// The settings file for `scope`.
+pub fn settings_path(scope: Scope) -> Result<PathBuf> {
+    Ok(match scope {
+        Scope::User => crate::claude::layout::config_root()?.join("settings.json"),
+        Scope::Project => PathBuf::from(".claude").join("settings.json"),
+    })
+}
+
+/// The command line for `argv`, quoted for the shell Claude Code runs it with.
+pub fn command_line(argv: &[String]) -> Result<String> {
+    shlex::try_join(argv.iter().map(String::as_str))
+        .map_err(|e| Error::Other(format!("cannot quote the hook command {argv:?}: {e}")))
+}
+
+/// The argv of a hook entry's command, when it is one cchist wrote: `<…/cchist> hook …`.
+pub fn our_argv(entry: &Value) -> Option<Vec<String>> {
+    let cmd = entry.get("command").and_then(Value::as_str)?;
+    let argv = shlex::split(cmd)?;
+    let ours = argv.len() >= 2
+        && Path::new(&argv[0])
+            .file_name()
+            .is_some_and(|n| n == "cchist")
+        && argv[1] == "hook";
+    ours.then_some(argv)
+}
+
+fn is_ours(entry: &Value) -> bool {
+    our_argv(entry).is_some()
+}
+
+/// Merge hook entries running `argv` for `events` into the settings JSON `doc`, replacing an
+/// older cchist entry of the same event; returns true when something changed. Other settings
+/// and other hooks are kept.
+pub fn install_into(
+    doc: &mut Value,
+    events: &[String],
+    argv: &[String],
+    timeout_s: u64,
+) -> Result<bool> {
+    let command = command_line(argv)?;
+    let Some(obj) = doc.as_object_mut() else {
+        return Err(Error::Other(
+            "settings.json does not hold a JSON object".into(),
+        ));
+    };
+    let hooks = obj.entry("hooks").or_insert_with(|| json!({}));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err(Error::Other(
+            "settings.json: `hooks` is not an object".into(),
+        ));
+    };
+    let mut changed = false;
+    for ev in events {
+        let groups = hooks.entry(ev.clone()).or_insert_with(|| json!([]));
+        let Some(groups) = groups.as_array_mut() else {
+            return Err(Error::Other(format!(
+                "settings.json: hooks.{ev} is not an array"
+            )));
+        };
+        let ours: Vec<&Value> = groups
+            .iter()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter(|h| is_ours(h))
+            .collect();
+        let same = |h: &Value| {
+            our_argv(h).as_deref() == Some(argv)
+                && h.get("timeout").and_then(Value::as_u64) == Some(timeout_s)
+        };
+        if ours.len() == 1 && same(ours[0]) {
+            continue;
+        }
+        remove_ours(groups);
+        groups.push(
+            json!({ "hooks": [{"type": "command", "command": command, "timeout": timeout_s}] }),
+        );
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Remove cchist's entries from one event's groups (and groups left empty); true if any.
+fn remove_ours(groups: &mut Vec<Value>) -> bool {
+    let mut changed = false;
+    for g in groups.iter_mut() {
+        if let Some(hs) = g.get_mut("hooks").and_then(Value::as_array_mut) {
+            let before = hs.len();
+            hs.retain(|h| !is_ours(h));
+            changed |= hs.len() != before;
+        }
+    }
+    groups.retain(|g| {
+        !g.get("hooks")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+    });
+    changed
+}
+
+/// Remove the hook entries cchist wrote, of `events` only when given; events left without
+/// hooks are removed too. True when something changed.
+pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>) -> bool {
+    let Some(hooks) = doc.get_mut("hooks").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let mut changed = false;
+    for (ev, groups) in hooks.iter_mut() {
+        if events.is_some_and(|only| !only.contains(ev)) {
+            continue;
+        }
+        if let Some(groups) = groups.as_array_mut() {
+            changed |= remove_ours(groups);
+        }
+    }
+    hooks.retain(|_, g| !g.as_array().is_some_and(Vec::is_empty));
+    changed
+}
+
+/// cchist's entries in `doc`: `(event, command, timeout)`.
+pub fn installed(doc: &Value) -> Vec<(String, String, Option<u64>)> {
+    let mut out = Vec::new();
+    let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else {
+        return out;
+    };
+    for (ev, groups) in hooks {
+        for h in groups
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter(|h| is_ours(h))
+        {
+            let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
+            out.push((
+                ev.clone(),
+                cmd.to_string(),
+                h.get("timeout").and_then(Value::as_u64),
+            ));
+        }
+    }
+    out
+}
+
+/// Read settings.json (an empty object when missing).
+pub fn read_settings(path: &Path) -> Result<Value> {
+    match std::fs::read(path) {
+        Ok(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(json!({})),
+        Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+            Error::Other(format!(
+                "{}: not valid JSON ({e}); fix it by hand before cchist edits it",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
+        Err(e) => Err(Error::io(&Origin::file(path), "read", e)),
+    }
+}
+
+/// The file a write to `path` must replace: the target of a link (so the link stays a link),
+/// else `path` itself.
+fn write_target(path: &Path) -> Result<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
+            Error::io(
+                &Origin::file(path),
+                "resolve the link (its target must exist)",
+                e,
+            )
+        }),
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// Write settings.json atomically (through a link, to its target), keeping a backup of the
+/// previous version; returns the backup's path.
+pub fn write_settings(path: &Path, doc: &Value) -> Result<Option<PathBuf>> {
+    use std::io::Write;
+    let path = &write_target(path)?;
+    let o = Origin::file(path);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(&Origin::file(dir), "create directory", e))?;
+    }
+    let mut backup = None;
+    let mut mode = 0o644;
+    if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::MetadataExt;
+        mode = meta.mode();
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(
+            ".cchist-bak.{}",
+            crate::io::clock::file_stamp(std::time::SystemTime::now())
+        ));
+        let b = PathBuf::from(name);
+        std::fs::copy(path, &b).map_err(|e| Error::io(&Origin::file(&b), "backup", e))?;
+        backup = Some(b);
+    }
+    let mut text = serde_json::to_string_pretty(doc).expect("a Value serializes");
+    text.push('\n');
+    let mut tmp =
+        crate::io::output::AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
+    tmp.write_all(text.as_bytes())
+        .map_err(|e| Error::io(&o, "write", e))?;
+    tmp.commit(Some(mode), None)
+        .map_err(|e| Error::io(&o, "rename", e))?;
+    Ok(backup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn install_is_idempotent_and_keeps_other_settings() {
+        let mut doc = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}});
+        let ev = vec!["SessionEnd".to_string(), "Stop".to_string()];
+        let cmd = argv(&["/bin/cchist", "hook"]);
+        assert!(install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        let once = doc.clone();
+        assert!(!install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        assert_eq!(doc, once);
+        assert_eq!(doc["model"], "opus");
+        assert_eq!(doc["hooks"]["Stop"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 10);
+        // a new pipeline replaces the old entry instead of adding a second one
+        let cmd2 = argv(&["/bin/cchist", "hook", "--pipeline", "builtin:share"]);
+        assert!(install_into(&mut doc, &ev, &cmd2, 10).unwrap());
+        assert_eq!(doc["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);
+        assert!(uninstall_from(&mut doc, None));
+        assert_eq!(
+            doc,
+            json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}})
+        );
+    }
+
+    #[test]
+    fn a_binary_path_with_a_space_is_found_again() {
+        let mut doc = json!({});
+        let ev = vec!["SessionEnd".to_string()];
+        let cmd = argv(&["/opt/my tools/cchist", "hook"]);
+        assert!(install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        let line = doc["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(shlex::split(&line).unwrap(), cmd);
+        assert!(
+            !install_into(&mut doc, &ev, &cmd, 10).unwrap(),
+            "no duplicate"
+        );
+        assert_eq!(installed(&doc).len(), 1);
+        assert!(uninstall_from(&mut doc, None));
+        assert_eq!(doc, json!({"hooks": {}}));
+    }
+
+    #[test]
+    fn uninstall_of_one_event_keeps_the_others() {
+        let mut doc = json!({});
+        let ev = vec!["SessionEnd".to_string(), "PreCompact".to_string()];
+        install_into(&mut doc, &ev, &argv(&["/b/cchist", "hook"]), 10).unwrap();
+        assert!(uninstall_from(&mut doc, Some(&["PreCompact".to_string()])));
+        let left: Vec<String> = installed(&doc).into_iter().map(|e| e.0).collect();
+        assert_eq!(left, vec!["SessionEnd".to_string()]);
+    }
+
+    #[test]
+    fn writes_through_a_symlinked_settings_file() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("dotfiles-settings.json");
+        std::fs::write(&real, "{\"model\":\"opus\"}").unwrap();
+        let link = d.path().join("settings.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let mut doc = read_settings(&link).unwrap();
+        install_into(&mut doc, &["Stop".into()], &argv(&["/b/cchist", "hook"]), 5).unwrap();
+        write_settings(&link, &doc).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let v = read_settings(&real).unwrap();
+        assert_eq!(v["model"], "opus");
+        assert_eq!(installed(&v).len(), 1);
+    }
+}
