@@ -409,18 +409,24 @@ impl Pipeline {
             }
         }
         // Re-anchor opaque lines whose record was removed to the nearest earlier survivor.
-        let alive: foldhash::HashSet<u64> = session.records.iter().map(|r| r.id()).collect();
-        let pos: FastMap<u64, usize> = order.iter().enumerate().map(|(p, &id)| (id, p)).collect();
+        // One pass over the original order gives each record its nearest survivor at or before
+        // it (walking back per opaque line was quadratic after a long run of dropped records).
         let mut after: FastMap<Option<u64>, Vec<Record<'_>>> = FastMap::default();
-        for (anchor, rec) in opaque {
-            let mut a = anchor;
-            while let Some(id) = a {
+        if !opaque.is_empty() {
+            let alive: foldhash::HashSet<u64> = session.records.iter().map(|r| r.id()).collect();
+            let mut survivor: FastMap<u64, Option<u64>> = FastMap::default();
+            survivor.reserve(order.len());
+            let mut last = None;
+            for &id in &order {
                 if alive.contains(&id) {
-                    break;
+                    last = Some(id);
                 }
-                a = pos[&id].checked_sub(1).map(|p| order[p]);
+                survivor.insert(id, last);
             }
-            after.entry(a).or_default().push(rec);
+            for (anchor, rec) in opaque {
+                let a = anchor.and_then(|id| survivor[&id]);
+                after.entry(a).or_default().push(rec);
+            }
         }
         // A record without a newline (the input's unterminated last line) that is no longer
         // last gets one, so the next record starts a line of its own.

@@ -520,8 +520,11 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
     let mut answer = String::new();
     let mut todos: Vec<String> = Vec::new();
     let mut tool_names: HashMap<String, String> = HashMap::new();
-    let push = |v: &mut Vec<String>, x: String| {
-        if !x.is_empty() && !v.contains(&x) {
+    // Each list keeps first occurrences in order; the set beside it makes the check O(1)
+    // (a scan of the list made a digest of many distinct prompts quadratic).
+    let mut seen: [HashSet<String>; 5] = Default::default();
+    let mut push = |list: usize, v: &mut Vec<String>, x: String| {
+        if !x.is_empty() && seen[list].insert(x.clone()) {
             v.push(x);
         }
     };
@@ -536,7 +539,7 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
             continue;
         };
         if prompt {
-            push(&mut prompts, shorten(&message_text(v), 200));
+            push(0, &mut prompts, shorten(&message_text(v), 200));
             continue;
         }
         let blocks = v
@@ -559,9 +562,12 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
                         .unwrap_or("")
                         .to_string();
                     match name.as_str() {
-                        "Read" => push(&mut read, path),
-                        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => push(&mut written, path),
+                        "Read" => push(1, &mut read, path),
+                        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
+                            push(2, &mut written, path)
+                        }
                         "Bash" => push(
+                            3,
                             &mut commands,
                             shorten(input["command"].as_str().unwrap_or(""), 200),
                         ),
@@ -594,7 +600,7 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
                         _ => String::new(),
                     };
                     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                    push(&mut errors, format!("{name}: {}", shorten(first, 200)));
+                    push(4, &mut errors, format!("{name}: {}", shorten(first, 200)));
                 }
                 Some("text") if ty == "assistant" => {
                     if let Some(t) = b["text"].as_str().filter(|t| !t.trim().is_empty()) {

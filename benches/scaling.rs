@@ -1,0 +1,134 @@
+//! Scaling: each shape that once made a stage walk the input again per record, at 1×, 2×, 4×
+//! and 8× its size (`cargo bench --bench scaling`). Time per element should stay flat;
+//! `tests/scaling.rs` gates the 8×/1× ratio.
+
+#[path = "../tests/scaling_inputs/mod.rs"]
+mod scaling_inputs;
+
+use std::collections::BTreeSet;
+
+use cchist::engine::config;
+use cchist::engine::pipeline::Pipeline;
+use cchist::error::Origin;
+use cchist::io::framing;
+use cchist::io::output::{Sink, SpanWriter};
+use cchist::stages::summarize::digest_body;
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use scaling_inputs as gen;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn pipeline(spec: &str) -> Pipeline {
+    let file = match spec.strip_prefix('@') {
+        Some(name) => config::load_spec(name),
+        None => config::parse(&format!("version = 1\n{spec}"), &Origin::stdin()),
+    };
+    file.expect("bench pipeline").pipeline
+}
+
+fn run(p: &Pipeline, data: &[u8]) -> usize {
+    let mut out = Vec::new();
+    let mut sink = SpanWriter::new(&mut out);
+    p.run_buffer(data, &Origin::stdin(), &mut sink)
+        .expect("run");
+    sink.finish().unwrap();
+    drop(sink);
+    out.len()
+}
+
+/// (group, pipeline, base size, input maker).
+type Shape = (&'static str, &'static str, usize, fn(usize) -> String);
+
+const SHAPES: &[Shape] = &[
+    (
+        "relink/dangling",
+        "[[stage]]\ntype = \"relink\"\n",
+        10_000,
+        gen::dangling_parents,
+    ),
+    (
+        "relink/2-cycles",
+        "[[stage]]\ntype = \"relink\"\n",
+        5_000,
+        gen::parent_two_cycles,
+    ),
+    (
+        "drop-tool-noise/opaque-after-dropped",
+        "[[stage]]\ntype = \"drop-tool-noise\"\n",
+        10_000,
+        gen::opaque_after_dropped,
+    ),
+    (
+        "share/opaque-after-dropped",
+        "@share",
+        10_000,
+        gen::opaque_after_dropped,
+    ),
+    (
+        "summarize-range/turns",
+        "[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\n",
+        2_500,
+        gen::distinct_turns,
+    ),
+];
+
+fn scaling(c: &mut Criterion) {
+    for &(name, spec, base, make) in SHAPES {
+        let p = pipeline(spec);
+        let mut g = c.benchmark_group(name);
+        g.sample_size(10);
+        for k in [1, 2, 4, 8] {
+            let n = base * k;
+            let data = make(n);
+            g.throughput(Throughput::Elements(n as u64));
+            g.bench_with_input(
+                BenchmarkId::from_parameter(format!("{k}x")),
+                &data,
+                |b, d| b.iter(|| run(&p, d.as_bytes())),
+            );
+        }
+        g.finish();
+    }
+    let mut g = c.benchmark_group("validate/damaged");
+    g.sample_size(10);
+    for k in [1, 2, 4, 8] {
+        let n = 5_000 * k;
+        let data = gen::damaged(n);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(
+            BenchmarkId::from_parameter(format!("{k}x")),
+            &data,
+            |b, d| b.iter(|| cchist::findings::validate::validate(d.as_bytes()).len()),
+        );
+    }
+    g.finish();
+    let mut g = c.benchmark_group("hook/precompact-digest");
+    g.sample_size(10);
+    for k in [1, 2, 4, 8] {
+        let n = 10_000 * k;
+        let data = gen::distinct_prompts(n);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(
+            BenchmarkId::from_parameter(format!("{k}x")),
+            &data,
+            |b, d| {
+                b.iter(|| {
+                    let mut s = Session::new(
+                        framing::lines(d.as_bytes(), 1)
+                            .map(Record::from_line)
+                            .collect(),
+                    );
+                    let all: BTreeSet<usize> = (0..s.records.len()).collect();
+                    digest_body(&mut s, &all).len()
+                })
+            },
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, scaling);
+criterion_main!(benches);

@@ -1,0 +1,146 @@
+//! Cost grows linearly with input: each shape that once made a stage walk the file again per
+//! record is run at 1× and 8× its size, and the 8× run must take at most 20× as long (linear
+//! is 8×, quadratic 64×). Relative timing within one test, best of three runs each, so a slow
+//! or busy machine moves both sides alike; `tests/scaling_inputs` builds the inputs and
+//! `benches/scaling.rs` reports the full 1×/2×/4×/8× curve.
+
+mod scaling_inputs;
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use cchist::engine::config;
+use cchist::engine::pipeline::Pipeline;
+use cchist::error::Origin;
+use cchist::io::framing;
+use cchist::io::output::{Sink, SpanWriter};
+use cchist::stages::summarize::digest_body;
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
+use scaling_inputs as gen;
+
+/// Largest accepted time ratio for 8× the input.
+const MAX_RATIO: f64 = 20.0;
+
+fn pipeline(spec: &str) -> Pipeline {
+    let file = match spec.strip_prefix('@') {
+        Some(name) => config::load_spec(name),
+        None => config::parse(&format!("version = 1\n{spec}"), &Origin::stdin()),
+    };
+    file.expect("test pipeline").pipeline
+}
+
+fn run(p: &Pipeline, data: &[u8]) -> usize {
+    let mut out = Vec::new();
+    let mut sink = SpanWriter::new(&mut out);
+    p.run_buffer(data, &Origin::stdin(), &mut sink)
+        .expect("run");
+    sink.finish().unwrap();
+    drop(sink);
+    out.len()
+}
+
+fn best_of_three(f: &mut dyn FnMut()) -> Duration {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+/// Time `work` on `make(base)` and `make(8 * base)`; fail when the ratio is past [`MAX_RATIO`].
+fn assert_linear(name: &str, base: usize, make: fn(usize) -> String, work: &dyn Fn(&[u8])) {
+    // One measurement at a time: tests run on parallel threads, and two timed runs sharing
+    // the cores would skew each other's figures.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let small = make(base);
+    let big = make(8 * base);
+    work(small.as_bytes()); // warm-up: lazily built rules, allocator pages
+    let t1 = best_of_three(&mut || work(small.as_bytes()));
+    let t8 = best_of_three(&mut || work(big.as_bytes()));
+    let ratio = t8.as_secs_f64() / t1.as_secs_f64().max(1e-6);
+    eprintln!("{name}: 1× {t1:?}, 8× {t8:?}, ratio {ratio:.1}");
+    assert!(
+        ratio <= MAX_RATIO,
+        "{name}: 8× the input took {ratio:.1}× the time ({t1:?} → {t8:?}): something walks the input again per record"
+    );
+}
+
+fn assert_pipeline_linear(name: &str, spec: &str, base: usize, make: fn(usize) -> String) {
+    let p = pipeline(spec);
+    assert_linear(name, base, make, &|d| {
+        run(&p, d);
+    });
+}
+
+#[test]
+fn relink_dangling_parents_is_linear() {
+    assert_pipeline_linear(
+        "relink, dangling parents",
+        "[[stage]]\ntype = \"relink\"\n",
+        1500,
+        gen::dangling_parents,
+    );
+}
+
+#[test]
+fn relink_parent_cycles_is_linear() {
+    assert_pipeline_linear(
+        "relink, parent 2-cycles",
+        "[[stage]]\ntype = \"relink\"\n",
+        750,
+        gen::parent_two_cycles,
+    );
+}
+
+#[test]
+fn share_opaque_lines_after_dropped_records_is_linear() {
+    assert_pipeline_linear(
+        "share, non-object lines after dropped records",
+        "@share",
+        2000,
+        gen::opaque_after_dropped,
+    );
+}
+
+#[test]
+fn drop_tool_noise_opaque_lines_is_linear() {
+    assert_pipeline_linear(
+        "drop-tool-noise, non-object lines after dropped records",
+        "[[stage]]\ntype = \"drop-tool-noise\"\n",
+        2000,
+        gen::opaque_after_dropped,
+    );
+}
+
+#[test]
+fn summarize_range_is_linear() {
+    assert_pipeline_linear(
+        "summarize-range keep_last = 1",
+        "[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\n",
+        500,
+        gen::distinct_turns,
+    );
+}
+
+#[test]
+fn validate_is_linear() {
+    assert_linear("validate", 1000, gen::damaged, &|d| {
+        cchist::findings::validate::validate(d);
+    });
+}
+
+#[test]
+fn hook_digest_is_linear() {
+    // What `cchist hook` prints at PreCompact (and SessionStart): the digest of every record.
+    assert_linear("PreCompact digest", 3000, gen::distinct_prompts, &|d| {
+        let mut s = Session::new(framing::lines(d, 1).map(Record::from_line).collect());
+        let all: BTreeSet<usize> = (0..s.records.len()).collect();
+        digest_body(&mut s, &all);
+    });
+}

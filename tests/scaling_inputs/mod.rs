@@ -1,0 +1,123 @@
+//! Generated inputs that grow with `n`, for the scaling test (`tests/scaling.rs`) and the
+//! scaling benches (`benches/scaling.rs`): each one is a shape that once made a stage walk
+//! the file again per record (quadratic time).
+
+#![allow(dead_code)]
+
+fn user(uuid: &str, parent: Option<&str>, text: &str) -> String {
+    let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"parentUuid":{parent},"isSidechain":false,"type":"user","message":{{"role":"user","content":"{text}"}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","cwd":"/w"}}"#
+    ) + "\n"
+}
+
+fn assistant(uuid: &str, parent: Option<&str>, mid: &str, text: &str) -> String {
+    let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"parentUuid":{parent},"isSidechain":false,"type":"assistant","message":{{"id":"{mid}","role":"assistant","content":[{{"type":"text","text":"{text}"}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","cwd":"/w"}}"#
+    ) + "\n"
+}
+
+/// `n` user/assistant records, each with a `parentUuid` that names no record (damage relink
+/// repairs by hanging each from the record before it).
+pub fn dangling_parents(n: usize) -> String {
+    let mut t = String::new();
+    for k in 0..n {
+        let gone = format!("gone-{k}");
+        if k % 2 == 0 {
+            t += &user(&format!("u{k}"), Some(&gone), &format!("prompt {k}"));
+        } else {
+            t += &assistant(&format!("u{k}"), Some(&gone), &format!("m{k}"), "ok");
+        }
+    }
+    t
+}
+
+/// `n` pairs of records that name each other as parent (2-cycles).
+pub fn parent_two_cycles(n: usize) -> String {
+    let mut t = user("root", None, "start");
+    for k in 0..n {
+        let (a, b) = (format!("a{k}"), format!("b{k}"));
+        t += &user(&a, Some(&b), &format!("prompt {k}"));
+        t += &assistant(&b, Some(&a), &format!("m{k}"), "ok");
+    }
+    t
+}
+
+/// A short conversation, then `n` progress records (drop-tool-noise drops them) each followed
+/// by a line that is not a JSON object (kept, re-anchored to the nearest survivor).
+pub fn opaque_after_dropped(n: usize) -> String {
+    let mut t = user("p0", None, "start");
+    t += &assistant("a0", Some("p0"), "m0", "ok");
+    for k in 0..n {
+        t += &format!(
+            r#"{{"parentUuid":"a0","isSidechain":false,"type":"progress","data":{{"type":"hook_progress","n":{k}}},"uuid":"g{k}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s"}}"#
+        );
+        t += "\n";
+        t += &format!("[{k}]\n");
+    }
+    t
+}
+
+/// `n` turns, each a distinct prompt, a Bash call with a distinct command and its result, and
+/// an answer (summarize-range and the PreCompact digest list them all, deduplicated).
+pub fn distinct_turns(n: usize) -> String {
+    let mut t = String::new();
+    let mut parent: Option<String> = None;
+    for k in 0..n {
+        let (p, a, r, f) = (
+            format!("p{k}"),
+            format!("a{k}"),
+            format!("r{k}"),
+            format!("f{k}"),
+        );
+        t += &user(&p, parent.as_deref(), &format!("prompt number {k}"));
+        t += &format!(
+            r#"{{"parentUuid":"{p}","isSidechain":false,"type":"assistant","message":{{"id":"m{k}","role":"assistant","content":[{{"type":"tool_use","id":"t{k}","name":"Bash","input":{{"command":"echo {k}"}}}}]}},"uuid":"{a}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","cwd":"/w"}}"#
+        );
+        t += "\n";
+        t += &format!(
+            r#"{{"parentUuid":"{a}","isSidechain":false,"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{k}","content":"out {k}","is_error":true}}]}},"uuid":"{r}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","cwd":"/w"}}"#
+        );
+        t += "\n";
+        t += &assistant(&f, Some(&r), &format!("n{k}"), &format!("answer {k}"));
+        parent = Some(f);
+    }
+    t
+}
+
+/// `n` distinct prompts in one chain (the digest lists each once).
+pub fn distinct_prompts(n: usize) -> String {
+    let mut t = String::new();
+    for k in 0..n {
+        let parent = (k > 0).then(|| format!("p{}", k - 1));
+        t += &user(
+            &format!("p{k}"),
+            parent.as_deref(),
+            &format!("prompt number {k}"),
+        );
+    }
+    t
+}
+
+/// Damage of every kind validate reports, `n` times: dangling parents, 2-cycles, duplicate
+/// uuids, unanswered tool calls.
+pub fn damaged(n: usize) -> String {
+    let mut t = String::new();
+    for k in 0..n {
+        t += &user(&format!("d{k}"), Some(&format!("gone-{k}")), "dangling");
+        t += &user(&format!("x{k}"), Some(&format!("y{k}")), "cycle");
+        t += &assistant(
+            &format!("y{k}"),
+            Some(&format!("x{k}")),
+            &format!("m{k}"),
+            "cycle",
+        );
+        t += &user(&format!("d{k}"), None, "duplicate");
+        t += &format!(
+            r#"{{"parentUuid":"d{k}","isSidechain":false,"type":"assistant","message":{{"id":"q{k}","role":"assistant","content":[{{"type":"tool_use","id":"t{k}","name":"Bash","input":{{"command":"true"}}}}]}},"uuid":"e{k}","sessionId":"s"}}"#
+        );
+        t += "\n";
+    }
+    t
+}
