@@ -12,6 +12,7 @@ mod support;
 mod corpus_gen;
 mod edit_resume;
 mod history_resume;
+mod hook_cli;
 mod hook_resume;
 mod redact_resume;
 mod resume;

@@ -9,6 +9,7 @@ mod common;
 
 mod bulk;
 mod check_policy;
+mod data_safety;
 mod drop_tool_noise;
 mod fork_companions;
 mod hook;
@@ -21,6 +22,7 @@ mod reliability_crash;
 mod reliability_hostile;
 mod reliability_perms;
 mod relink;
+mod scaling;
 mod session_files;
 mod sessions;
 mod stdin_session;

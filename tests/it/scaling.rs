@@ -4,6 +4,7 @@
 //! or busy machine moves both sides alike; `tests/scaling_inputs` builds the inputs and
 //! `benches/scaling.rs` reports the full 1×/2×/4×/8× curve.
 
+#[path = "../scaling_inputs/mod.rs"]
 mod scaling_inputs;
 
 use std::collections::BTreeSet;

@@ -3,13 +3,11 @@
 //! counts are right from turn 1, forks and digests hold no secret, SessionEnd failures reach
 //! the CLI's stderr, and what the CLI does with each form of hook output.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::support::*;
 use serde_json::{json, Value};
-use support::*;
 
 /// A fake AWS secret, built at run time so the repository itself holds no secret-looking literal.
 fn planted_secret() -> String {
