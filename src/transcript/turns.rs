@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::transcript::session::{Session, Turn};
+use crate::transcript::session::{Session, Step, Turn};
 
 /// One row of `cchist history list` (the `--json` shape is part of the documented interface).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -56,6 +56,76 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
         prompt,
         tool_calls,
         records: t.records.len(),
+        bytes,
+    }
+}
+
+/// One row of `cchist history list --steps` (the `--json` shape is part of the documented
+/// interface).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepRow {
+    /// 1-based step number across the session (what `summarize-range --steps` takes).
+    pub number: usize,
+    /// 1-based number of the turn it belongs to.
+    pub turn: usize,
+    /// uuid of the step's first assistant record.
+    pub uuid: String,
+    /// Timestamp of that record.
+    pub time: Option<String>,
+    /// Names of the tools it calls, in order.
+    pub tools: Vec<String>,
+    /// The message's text, shortened to 80 characters.
+    pub text: String,
+    /// Records in the step.
+    pub records: usize,
+    /// Bytes of the step's lines.
+    pub bytes: usize,
+}
+
+/// Rows for every step of a session.
+pub fn step_rows(s: &mut Session<'_>) -> Vec<StepRow> {
+    let turns = s.turns();
+    let steps = s.steps(&turns);
+    steps.iter().map(|st| step_row(s, &turns, st)).collect()
+}
+
+fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
+    let first = st.records[0];
+    let h = s.records[first].header().cloned().unwrap_or_default();
+    let mut tools = Vec::new();
+    let mut text = String::new();
+    for &i in &st.records {
+        let Some(h) = s.records[i].header() else {
+            continue;
+        };
+        if h.ty != "assistant" || h.is_sidechain {
+            continue;
+        }
+        tools.extend(
+            h.blocks
+                .iter()
+                .filter(|b| b.kind == "tool_use")
+                .map(|b| b.name.clone().unwrap_or_default()),
+        );
+        if text.is_empty() {
+            if let Ok(v) = s.records[i].value() {
+                text = message_text(v);
+            }
+        }
+    }
+    let bytes = st
+        .records
+        .iter()
+        .map(|&i| s.records[i].raw().len() + s.records[i].term.bytes().len())
+        .sum();
+    StepRow {
+        number: st.number,
+        turn: turns[st.turn].number,
+        uuid: h.uuid.unwrap_or_default(),
+        time: h.timestamp,
+        tools,
+        text: shorten(&text, 80),
+        records: st.records.len(),
         bytes,
     }
 }
