@@ -163,3 +163,56 @@ fn a_failing_hook_never_blocks_claude_code() {
     );
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// The Stop policy forks by steps: the copy of a 2-turn agentic session keeps the first
+/// prompt, the summary and exactly its last 5 steps (in-repo fixture, no ../shared needed).
+#[test]
+fn stop_fork_keeps_the_last_steps() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("projects/-home-dev-agentic-long");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("agentic_long.jsonl");
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agentic_long.jsonl"),
+        &f,
+    )
+    .unwrap();
+    let policy = d.path().join("steps.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[hook]\nat_turns = [2]\naction = \"fork\"\nkeep_last_steps = 5\n",
+    )
+    .unwrap();
+    let out = hook(
+        &["--pipeline", policy.to_str().unwrap()],
+        &event("Stop", &f, "agentic_long"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(
+        msg.contains("first prompt + summary + last 5 steps"),
+        "{msg}"
+    );
+    let id = msg.rsplit("claude --resume ").next().unwrap().trim();
+    let copy = std::fs::read(f.with_file_name(format!("{id}.jsonl"))).unwrap();
+    assert!(cchist::findings::validate::validate(&copy).is_empty());
+    let s = cchist::transcript::session::Session::new(
+        cchist::io::framing::lines(&copy, 1)
+            .map(cchist::transcript::record::Record::from_line)
+            .collect(),
+    );
+    let turns = s.turns();
+    // Turn 1 is the first prompt alone, turn 2 the summary with the 5 kept steps after it.
+    assert_eq!(turns.len(), 2);
+    let steps = s.steps(&turns);
+    assert_eq!(steps.len(), 5);
+    assert!(steps.iter().all(|st| st.turn == 1));
+    assert!(copy
+        .windows(b"cchistSummary".len())
+        .any(|w| w == b"cchistSummary"));
+}

@@ -181,26 +181,43 @@ fn stop(inp: &HookInput, spec: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     let message = match policy.action {
-        StopAction::Notify => format!(
-            "cchist: this session has {turns} turns. To continue with less context: cchist summarize-range --keep-last {} --fork --session {}",
-            policy.keep_last, inp.session_id
-        ),
+        StopAction::Notify => {
+            let flag = match (policy.fit, policy.keep_last_steps) {
+                (Some(f), _) => format!("--fit {f}"),
+                (None, Some(k)) => format!("--keep-last-steps {k}"),
+                (None, None) => format!("--keep-last {}", policy.keep_last),
+            };
+            format!(
+                "cchist: this session has {turns} turns. To continue with less context: cchist summarize-range {flag} --fork --session {}",
+                inp.session_id
+            )
+        }
         StopAction::Fork => {
-            let mut opts = toml::Table::new();
-            opts.insert("keep_last".into(), toml::Value::Integer(policy.keep_last as i64));
+            let opts = policy.summarize_options();
             let summarize = (stages::summarize::DEF.build)(opts)?;
             let relink = (stages::relink::DEF.build)(toml::Table::new())?;
-            let p = Pipeline::new(vec![summarize, relink], OnInvalid::Keep, "stop-hook fork".into());
+            let p = Pipeline::new(
+                vec![summarize, relink],
+                OnInvalid::Keep,
+                "stop-hook fork".into(),
+            );
             let s = SessionFile {
                 id: inp.session_id.clone(),
                 path: transcript.to_path_buf(),
                 project_dir: transcript.parent().map(Into::into).unwrap_or_default(),
             };
-            let (_, written) = rewrite::mutate(&s, &p, MutateOptions { fork: true, ..Default::default() })?;
+            let (_, written) = rewrite::mutate(
+                &s,
+                &p,
+                MutateOptions {
+                    fork: true,
+                    ..Default::default()
+                },
+            )?;
             match written {
                 Written::Forked { id, .. } => format!(
-                    "cchist: this session has {turns} turns; a compressed copy (summary + last {} turns) is ready: claude --resume {id}",
-                    policy.keep_last
+                    "cchist: this session has {turns} turns; a compressed copy ({}) is ready: claude --resume {id}",
+                    policy.kept()
                 ),
                 _ => return Ok(()),
             }
