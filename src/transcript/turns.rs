@@ -155,7 +155,8 @@ pub fn shorten(s: &str, max: usize) -> String {
 }
 
 /// A readable rendering of one turn: each conversational block, tool calls with their input,
-/// tool results, and one line for each bookkeeping record.
+/// tool results, one line for each bookkeeping record, and a `── step N` line where each
+/// step opens.
 pub fn render_turn(s: &mut Session<'_>, t: &Turn) -> String {
     let mut out = String::new();
     let head = row(s, t);
@@ -165,7 +166,17 @@ pub fn render_turn(s: &mut Session<'_>, t: &Turn) -> String {
         head.time.as_deref().unwrap_or("?"),
         head.uuid
     );
+    // Step numbers as `history list --steps` prints them, marked where each step opens.
+    let turns = s.turns();
+    let starts: std::collections::HashMap<usize, usize> = s
+        .steps(&turns)
+        .into_iter()
+        .map(|st| (st.records[0], st.number))
+        .collect();
     for &i in &t.records {
+        if let Some(n) = starts.get(&i) {
+            out += &format!("── step {n}\n");
+        }
         let rec = &mut s.records[i];
         let line = rec.line;
         let Ok(v) = rec.value() else {
@@ -258,6 +269,35 @@ fn render_block(ty: &str, side: &str, b: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn show_and_list_number_steps() {
+        let text = [
+            r#"{"type":"user","uuid":"p","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+            r#"{"type":"assistant","uuid":"a","parentUuid":"p","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]}}"#,
+            r#"{"type":"user","uuid":"r","parentUuid":"a","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}}"#,
+            r#"{"type":"assistant","uuid":"b","parentUuid":"r","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+        ]
+        .join("\n");
+        let mut s = Session::new(
+            crate::io::framing::lines(text.as_bytes(), 1)
+                .map(crate::transcript::record::Record::from_line)
+                .collect(),
+        );
+        let rows = step_rows(&mut s);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].number, rows[0].turn, rows[0].records), (1, 1, 2));
+        assert_eq!(rows[0].tools, ["Read"]);
+        assert_eq!(
+            (rows[1].uuid.as_str(), rows[1].text.as_str()),
+            ("b", "done")
+        );
+        let t = s.turns()[0].clone();
+        let shown = render_turn(&mut s, &t);
+        let marks: Vec<&str> = shown.lines().filter(|l| l.starts_with("── step")).collect();
+        assert_eq!(marks, ["── step 1", "── step 2"]);
+        assert!(shown.find("── step 2").unwrap() > shown.find("tool_result t").unwrap());
+    }
 
     #[test]
     fn shorten_cuts_on_characters() {
