@@ -362,3 +362,125 @@ fn generate_agentic_fixture() {
     };
     std::fs::copy(p, fixture()).unwrap();
 }
+
+fn cchist_status(args: &[&str], input: &Path) -> (i32, Vec<u8>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+        .args(args)
+        .arg(input)
+        .output()
+        .expect("run cchist");
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--steps A..B` across the two turns, `--from/--to` snapping to steps, and the same range
+/// from a pipeline file give the same session; bad ranges are errors (exit 2).
+#[test]
+fn step_range_flags_and_pipeline_file_agree() {
+    let input = fixture();
+    let orig = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&orig);
+    let n = steps.len();
+    let (a, b) = (40, n - 3); // crosses from turn 1 into turn 2
+    let (by_steps, _) = cchist(
+        &[
+            "summarize-range",
+            "--steps",
+            &format!("{a}..{b}"),
+            "--text",
+            "S",
+        ],
+        &input,
+    );
+    check_shape(&by_steps, &orig, &steps[b..]);
+    // The removed records are exactly steps a..=b plus turn 2's prompt between them.
+    let mut out_s = session(&by_steps);
+    let sum = (0..out_s.records.len())
+        .find_map(|i| {
+            out_s.records[i]
+                .value()
+                .ok()
+                .and_then(|v| v.get("cchistSummary").cloned())
+        })
+        .unwrap();
+    assert_eq!(sum["steps"], format!("{a}..{b}"));
+    assert_eq!(sum["turns"], "1..2");
+    let removed: HashSet<&str> = sum["removedUuids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    let mut o = session(&orig);
+    let turns = o.turns();
+    let prompt2 = o.header(turns[1].prompt).unwrap().uuid.clone().unwrap();
+    let mut expected: HashSet<&str> = steps[a - 1..b]
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    expected.insert(&prompt2);
+    let _ = o.records[0].value();
+    // Turn 2's head may hold more than its prompt (attachments): all of it goes.
+    assert!(expected.is_subset(&removed));
+    assert!(removed.iter().all(|u| expected.contains(u)
+        || o.by_uuid
+            .get(*u)
+            .is_some_and(|&i| turns[1].records.contains(&i))));
+
+    // --from a middle record of step a, --to a middle record of step b: the same range.
+    let (from, to) = (&steps[a - 1][1], &steps[b - 1][1]);
+    let (by_uuid, _) = cchist(
+        &["summarize-range", "--from", from, "--to", to, "--text", "S"],
+        &input,
+    );
+    let strip = |d: &[u8]| -> Vec<Value> {
+        d.split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let mut v: Value = serde_json::from_slice(l).unwrap();
+                // The summary's uuid is fresh each run; so are the references to it.
+                let t = v.to_string();
+                let sum_uuid = |d: &[u8]| {
+                    d.split(|&c| c == b'\n')
+                        .find(|l| l.windows(13).any(|w| w == b"cchistSummary"))
+                        .map(|l| serde_json::from_slice::<Value>(l).unwrap()["uuid"].clone())
+                        .unwrap()
+                };
+                v = serde_json::from_str(&t.replace(sum_uuid(d).as_str().unwrap(), "SUMMARY"))
+                    .unwrap();
+                v
+            })
+            .collect()
+    };
+    assert_eq!(strip(&by_uuid), strip(&by_steps));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let pipeline = tmp.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!("version = 1\n[[stage]]\ntype = \"summarize-range\"\nsteps = \"{a}..{b}\"\ntext = \"S\"\n"),
+    )
+    .unwrap();
+    let (by_file, _) = cchist(&["run", "--pipeline", pipeline.to_str().unwrap()], &input);
+    assert_eq!(strip(&by_file), strip(&by_steps));
+
+    let (code, _, err) = cchist_status(&["summarize-range", "--steps", "3..999"], &input);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "step 999 does not exist: the session has {n} steps"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = cchist_status(&["summarize-range", "--steps", "0..3"], &input);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, _) = cchist_status(
+        &["summarize-range", "--fit", "100", "--keep-last-steps", "3"],
+        &input,
+    );
+    assert_eq!(code, 2);
+}

@@ -377,6 +377,11 @@ impl<'a> Session<'a> {
             let mut steps: Vec<Step> = Vec::new();
             let mut keys: Vec<(HashSet<&str>, HashSet<&str>)> = Vec::new();
             for &i in &turn.records {
+                if i <= turn.prompt {
+                    // Records written before the prompt (first turn only) stay in the head,
+                    // so the prompt always opens its turn.
+                    continue;
+                }
                 let h = self.header(i);
                 let opens = h.is_some_and(|h| {
                     h.ty == "assistant"
