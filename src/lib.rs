@@ -28,8 +28,8 @@
 //!
 //! The supported API is [`engine`] (build and run pipelines), [`stages`] (the stage trait and
 //! the shipped stages), [`transcript`] (records, sessions, turns and steps, resume budgets),
-//! [`claude::layout`] and
-//! [`error`]; the rest is public for the binary, benches and fuzz targets and may change.
+//! [`claude::layout`] and [`error`]; the rest is public for the binary, benches and fuzz
+//! targets and may change.
 //!
 //! ```
 //! use cchist::{engine::pipeline::Pipeline, error::Origin, io::output::SpanWriter};
