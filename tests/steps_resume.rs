@@ -282,10 +282,11 @@ fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize) {
     let sent = serde_json::to_string(m).unwrap().len() as u64 / 4;
     let estimate = budget::resume_tokens(&mut session(out));
     eprintln!("{name}: estimate {estimate} tokens, sent messages {sent} tokens (bytes/4)");
-    // Measured (2.1.328): the CLI adds 2–4K tokens of its own reminders and the probe prompt
-    // on resume; the fixture's attachments weigh more in the file than as sent.
+    // Measured (2.1.328): within 10 % on the fixture (attachments counted by their rendered
+    // text); on the older corpus session the CLI adds 3–4K tokens of its own reminders and the
+    // probe prompt on resume.
     assert!(
-        sent <= estimate + estimate / 4 + 5_000 && estimate <= sent + sent / 2,
+        sent <= estimate + estimate / 4 + 5_000 && estimate <= sent + sent / 10,
         "estimate {estimate} vs sent {sent}"
     );
 }

@@ -3,7 +3,8 @@
 //! On `--resume` Claude Code rebuilds the conversation from the chain that ends at the newest
 //! message (from the last compaction boundary on, when there is one) and sends its messages to
 //! the model. The estimate counts exactly those records: `user` and `assistant` messages and
-//! `attachment` records (sent as reminder text) on the logical path, sidechains excluded.
+//! `attachment` records (their `rendered` text, which is what is sent) on the logical path,
+//! sidechains excluded.
 //!
 //! Estimator: **bytes of JSON text sent / 4**, rounded up per record, plus
 //! [`IMAGE_TOKENS`] for every `image` or `document` block (their base64 data is not text the
@@ -20,6 +21,10 @@ pub const BYTES_PER_TOKEN: u64 = 4;
 
 /// Tokens counted for one image or document block.
 pub const IMAGE_TOKENS: u64 = 1600;
+
+/// Attachment types written without `rendered` text that the CLI does not send to the model
+/// (the prompt snapshot is a copy of the system prompt for the CLI's own bookkeeping).
+const NOT_SENT_ATTACHMENTS: &[&str] = &["prompt_snapshot", "session_context"];
 
 /// Indexes of the records Claude Code sends on resume, in chain order.
 pub fn resume_path(s: &Session<'_>) -> Vec<usize> {
@@ -52,7 +57,16 @@ pub fn record_tokens(s: &mut Session<'_>, i: usize) -> u64 {
         return 0;
     };
     let sent = if v.get("type").and_then(Value::as_str) == Some("attachment") {
-        v.get("attachment")
+        // `rendered` holds the exact text sent (2.1.x); without it, the attachment itself,
+        // unless its type is bookkeeping the CLI never sends.
+        match v.get("rendered") {
+            Some(r) => Some(r),
+            None => v.get("attachment").filter(|a| {
+                !a.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| NOT_SENT_ATTACHMENTS.contains(&t))
+            }),
+        }
     } else {
         v.pointer("/message/content")
     };
@@ -130,12 +144,16 @@ mod tests {
             r#"{"type":"system","subtype":"compact_boundary","uuid":"b","parentUuid":null,"logicalParentUuid":"a"}"#,
             r#"{"type":"user","uuid":"c","parentUuid":"b","isCompactSummary":true,"message":{"role":"user","content":"sum"}}"#,
             r#"{"type":"assistant","uuid":"d","parentUuid":"c","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"ok"}]}}"#,
+            r#"{"type":"attachment","uuid":"f","parentUuid":"d","attachment":{"type":"prompt_snapshot","text":"a long system prompt"}}"#,
+            r#"{"type":"attachment","uuid":"g","parentUuid":"f","attachment":{"type":"date","date":"2026-01-01 and more"},"rendered":["abc"]}"#,
+            r#"{"type":"assistant","uuid":"h","parentUuid":"g","message":{"id":"m2","role":"assistant","content":"x"}}"#,
             r#"{"type":"assistant","uuid":"e","parentUuid":"c","isSidechain":true,"message":{"id":"n","role":"assistant","content":"side"}}"#,
         ]
         .join("\n");
         let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
-        assert_eq!(resume_path(&s), vec![2, 3]);
-        // "sum" → 5 bytes → 2 tokens; [{"type":"text","text":"ok"}] → 29 bytes → 8 tokens.
-        assert_eq!(resume_tokens(&mut s), 2 + 8);
+        assert_eq!(resume_path(&s), vec![2, 3, 4, 5, 6]);
+        // "sum" → 5 bytes → 2 tokens; [{"type":"text","text":"ok"}] → 29 bytes → 8 tokens;
+        // the prompt snapshot is not sent; ["abc"] → 7 bytes → 2 tokens; "x" → 1 token.
+        assert_eq!(resume_tokens(&mut s), 2 + 8 + 2 + 1);
     }
 }
