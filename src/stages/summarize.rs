@@ -1,20 +1,26 @@
-//! `summarize-range`: replace a range of turns with one summary turn.
+//! `summarize-range`: replace a range of turns or steps with one summary.
 //!
-//! The range is chosen by uuids (`from`/`to`: the turns holding them), by turn numbers
-//! (`turns = "3..10"`, 1-based and inclusive, numbered as [`Session::turns`] and `history list`
-//! number them), or by `keep_last = N` (every turn before the last N). It always covers whole
-//! turns, and grows to the turn holding the other half of any tool call it would cut.
+//! The range is made of *segments*: each turn's head (its prompt and what precedes its first
+//! step) and each step ([`Step`]: one assistant message with the results answering it). It is
+//! chosen by turn numbers (`turns = "3..10"`, 1-based and inclusive, as `history list` numbers
+//! them), `keep_last = N` (every turn before the last N), step numbers (`steps = "12..140"`,
+//! as `history list --steps` numbers them; a range may cross turns and takes the heads in
+//! between), `keep_last_steps = N` (every step before the last N; the first prompt stays),
+//! uuids (`from`/`to`: the segments holding them), or a token budget (`fit`: the oldest steps
+//! after the first prompt until the resume estimate of [`budget`] is under it). It grows to
+//! the segment holding the other half of any tool call it would cut; a step never splits a
+//! split assistant message.
 //!
-//! Every record of those turns is removed and ONE `user` record with string content takes the
+//! Every record of the range is removed and ONE `user` record with string content takes the
 //! place of the first one: the text given (`text`), the standard output of a command fed the
 //! range as JSONL on its standard input (`command`, with a timeout; a failure, a non-zero exit
 //! or empty output is an error and the file is left untouched), or else a deterministic digest
 //! (prompts, files read and written, commands run, errors, final answer). The summary record
-//! gets a fresh v4 uuid, the envelope of the range's first prompt (`sessionId`, `cwd`,
+//! gets a fresh v4 uuid, the envelope of the range's first message (`sessionId`, `cwd`,
 //! `version`, `gitBranch`, …), `isSidechain: false`, `userType: "external"`, the timestamp of
 //! the range's last record, a `parentUuid` into the kept chain, and
-//! `cchistSummary {turns, records, source, removedUuids}` naming what it replaced. Every
-//! reference into the range is re-pointed at it (tombstones + [`relink`]).
+//! `cchistSummary {turns, steps, records, source, removedUuids}` naming what it replaced.
+//! Every reference into the range is re-pointed at it (tombstones + [`relink`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
@@ -308,7 +314,7 @@ impl Plan {
 /// The stage's entry in the registry.
 pub const DEF: StageDef = StageDef {
     name: "summarize-range",
-    about: "replace a range of turns with one summary turn (text, command or digest)",
+    about: "replace a range of turns or steps with one summary (text, command or digest); by turns, steps or a token budget",
     build,
 };
 
