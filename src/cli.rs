@@ -38,7 +38,7 @@ pub enum Command {
     Relink(cmd::relink::RelinkArgs),
     /// Drop progress/bookkeeping records, cap tool output, replace images, drop tool calls.
     DropToolNoise(cmd::drop_tool_noise::DropToolNoiseArgs),
-    /// Replace a range of turns with one summary turn.
+    /// Replace a range of turns or steps (or what a token budget needs) with one summary.
     SummarizeRange(cmd::summarize::SummarizeArgs),
     /// Replace secrets (keys, tokens, passwords, private keys) with [REDACTED:<rule>].
     Redact(cmd::redact::RedactArgs),

@@ -27,8 +27,9 @@
 //! - [`error`]: typed errors that name file and line, and the exit status.
 //!
 //! The supported API is [`engine`] (build and run pipelines), [`stages`] (the stage trait and
-//! the shipped stages), [`transcript`] (records, sessions, turns), [`claude::layout`] and
-//! [`error`]; the rest is public for the binary, benches and fuzz targets and may change.
+//! the shipped stages), [`transcript`] (records, sessions, turns and steps, resume budgets),
+//! [`claude::layout`] and [`error`]; the rest is public for the binary, benches and fuzz
+//! targets and may change.
 //!
 //! ```
 //! use cchist::{engine::pipeline::Pipeline, error::Origin, io::output::SpanWriter};

@@ -153,9 +153,13 @@ fn one_ref(s: &str) -> TurnRef {
 pub struct ListArgs {
     #[command(flatten)]
     pub target: SessionArgs,
-    /// Only the last N turns.
+    /// Only the last N turns (with --steps: the last N steps).
     #[arg(long, value_name = "N")]
     pub recent: Option<usize>,
+    /// List the steps instead (an assistant message with its tool results), numbered as
+    /// `summarize-range --steps` takes them.
+    #[arg(long)]
+    pub steps: bool,
     /// Print JSON rows.
     #[arg(long)]
     pub json: bool,
@@ -231,6 +235,9 @@ fn load(
 fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     let (_, f) = load(&a.target)?;
     let mut session = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect());
+    if a.steps {
+        return list_steps(&mut session, &a);
+    }
     let mut rows = turns::rows(&mut session);
     if let Some(n) = a.recent {
         rows.drain(..rows.len().saturating_sub(n));
@@ -251,6 +258,39 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
             r.tool_calls,
             r.bytes,
             r.prompt
+        )?;
+    }
+    Ok(ExitStatus::Ok)
+}
+
+fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitStatus> {
+    let mut rows = turns::step_rows(session);
+    if let Some(n) = a.recent {
+        rows.drain(..rows.len().saturating_sub(n));
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitStatus::Ok);
+    }
+    for r in rows {
+        let tools = if r.tools.is_empty() {
+            String::new()
+        } else {
+            format!("→ {} ", r.tools.join(","))
+        };
+        writeln!(
+            out,
+            "{:>5}  turn {:<3} {}  {}  {:>3} rec {:>8} B  {}{}",
+            r.number,
+            r.turn,
+            r.uuid,
+            r.time.as_deref().unwrap_or("?"),
+            r.records,
+            r.bytes,
+            turns::shorten(&tools, 40),
+            r.text
         )?;
     }
     Ok(ExitStatus::Ok)

@@ -318,12 +318,21 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
     let (message, detail) = match policy.action {
         StopAction::Notify => (
             format!(
-                "cchist: this session has {turn} turns. To continue with less context: cchist summarize-range --keep-last {} --fork --session {}",
-                policy.keep_last, inp.session_id
+                "cchist: this session has {turn} turns. To continue with less context: cchist summarize-range {} --fork --session {}",
+                match (policy.fit, policy.keep_last_steps) {
+                    (Some(f), _) => format!("--fit {f}"),
+                    (None, Some(k)) => format!("--keep-last-steps {k}"),
+                    (None, None) => format!("--keep-last {}", policy.keep_last),
+                },
+                inp.session_id
             ),
             format!("turn {turn}: notified ({held})"),
         ),
-        StopAction::Fork if turn <= policy.keep_last => (
+        StopAction::Fork
+            if policy.fit.is_none()
+                && policy.keep_last_steps.is_none()
+                && turn <= policy.keep_last =>
+        (
             format!(
                 "cchist: this session has {turn} turns, no more than keep_last = {}: nothing to compress, no copy written",
                 policy.keep_last
@@ -331,11 +340,11 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
             format!("turn {turn}: nothing to compress (keep_last {})", policy.keep_last),
         ),
         StopAction::Fork => {
-            let id = fork(file, &path, policy.keep_last)?;
+            let id = fork(file, &path, policy.summarize_options())?;
             (
                 format!(
-                    "cchist: this session has {turn} turns; a compressed copy (summary + last {} turns, redacted) is ready: claude --resume {id}",
-                    policy.keep_last
+                    "cchist: this session has {turn} turns; a compressed copy ({}, redacted) is ready: claude --resume {id}",
+                    policy.kept()
                 ),
                 format!("turn {turn}: forked {id} ({held})"),
             )
@@ -348,9 +357,7 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
 
 /// Write a compressed fork: summarize-range (all but the last `keep_last` turns), then the
 /// hook pipeline's stages (redaction …), then relink unless the pipeline ends with it.
-fn fork(file: PipelineFile, path: &Path, keep_last: usize) -> anyhow::Result<String> {
-    let mut opts = toml::Table::new();
-    opts.insert("keep_last".into(), toml::Value::Integer(keep_last as i64));
+fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> anyhow::Result<String> {
     let mut list = vec![(stages::summarize::DEF.build)(opts)?];
     list.extend(file.pipeline.stages);
     if !list.last().is_some_and(|s| s.name() == "relink") {

@@ -104,6 +104,11 @@ pub fn report(
                         eprintln!("cchist: {name}:{line}: kept as is: {why}");
                     }
                 }
+                if !as_json {
+                    if let Some(line) = describe_fit(&name, r) {
+                        eprintln!("{line}");
+                    }
+                }
                 if let Some(n) = r.counters.get("bytes-appended-during-replace") {
                     eprintln!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
                 }
@@ -179,4 +184,28 @@ pub fn describe(name: &str, r: &FileReport) -> String {
         s += &format!("; {k}: {v}");
     }
     s
+}
+
+/// The line `summarize-range --fit` prints: the resume estimate before and after, and what
+/// was summarized.
+fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
+    let c = |k: &str| r.counters.get(&format!("summarize-range.fit.{k}")).copied();
+    let before = c("before_tokens")?;
+    let after = c("after_tokens").unwrap_or(before);
+    let budget = c("budget_tokens").unwrap_or(0);
+    let steps = r
+        .counters
+        .get("summarize-range.steps_summarized")
+        .copied()
+        .unwrap_or(0);
+    let verdict = if c("over_budget").is_some() {
+        "still over the budget (the first prompt and the summary stay)"
+    } else if before <= budget {
+        "already under the budget, nothing summarized"
+    } else {
+        "under the budget"
+    };
+    Some(format!(
+        "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, {steps} steps summarized): {verdict}"
+    ))
 }

@@ -66,6 +66,14 @@ pub struct HookPolicy {
     /// With `fork`: how many recent turns the copy keeps after its summary.
     #[serde(default = "default_keep_last")]
     pub keep_last: usize,
+    /// With `fork`: keep the last N steps (assistant messages with their tool results) after
+    /// the first prompt and the summary, instead of `keep_last` turns.
+    #[serde(default)]
+    pub keep_last_steps: Option<usize>,
+    /// With `fork`: summarize the oldest steps until the copy is estimated under this many
+    /// tokens on resume (see `transcript::budget`), instead of `keep_last` turns.
+    #[serde(default)]
+    pub fit: Option<u64>,
     /// Print a digest of the project's previous session at `SessionStart`.
     #[serde(default)]
     pub session_start_digest: bool,
@@ -96,6 +104,8 @@ impl Default for HookPolicy {
             every: 0,
             action: StopAction::default(),
             keep_last: default_keep_last(),
+            keep_last_steps: None,
+            fit: None,
             session_start_digest: false,
             session_start_on_compact: false,
             stop_wait_ms: default_stop_wait_ms(),
@@ -118,6 +128,28 @@ impl HookPolicy {
     /// True when the policy has any turn-count rule.
     pub fn has_turn_rules(&self) -> bool {
         !self.at_turns.is_empty() || self.every > 0
+    }
+
+    /// The `summarize-range` options of a fork: `fit`, else `keep_last_steps`, else
+    /// `keep_last` (the loader refuses `fit` with `keep_last_steps`).
+    pub fn summarize_options(&self) -> toml::Table {
+        let mut t = toml::Table::new();
+        let int = |n: u64| toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+        match (self.fit, self.keep_last_steps) {
+            (Some(f), _) => t.insert("fit".into(), int(f)),
+            (None, Some(k)) => t.insert("keep_last_steps".into(), int(k as u64)),
+            (None, None) => t.insert("keep_last".into(), int(self.keep_last as u64)),
+        };
+        t
+    }
+
+    /// What a fork keeps, for the message to the user.
+    pub fn kept(&self) -> String {
+        match (self.fit, self.keep_last_steps) {
+            (Some(f), _) => format!("summary + the recent steps that fit in ~{f} tokens"),
+            (None, Some(k)) => format!("first prompt + summary + last {k} steps"),
+            (None, None) => format!("summary + last {} turns", self.keep_last),
+        }
     }
 
     /// True when a session with `turns` turns triggers the policy.
@@ -279,7 +311,23 @@ pub fn parse(text: &str, origin: &Origin) -> Result<PipelineFile> {
     let hook = match doc.hook {
         Some(t) => {
             let start = t.span().start;
-            stages::options(t.into_inner()).map_err(|e| table_err("hook", start, e))?
+            let h: HookPolicy =
+                stages::options(t.into_inner()).map_err(|e| table_err("hook", start, e))?;
+            if h.fit.is_some() && h.keep_last_steps.is_some() {
+                return Err(table_err(
+                    "hook",
+                    start,
+                    OptionError::key("fit", "give `fit` or `keep_last_steps`, not both"),
+                ));
+            }
+            if h.fit == Some(0) {
+                return Err(table_err(
+                    "hook",
+                    start,
+                    OptionError::key("fit", "the budget must be at least 1 token"),
+                ));
+            }
+            h
         }
         None => HookPolicy::default(),
     };
@@ -388,6 +436,26 @@ mod tests {
             .hook;
         assert_eq!(absent, empty);
         assert_eq!(absent.keep_last, 5);
+    }
+
+    #[test]
+    fn hook_forks_by_steps_or_budget() {
+        let h = |t: &str| parse(t, &Origin::stdin()).unwrap().hook;
+        let steps = h("version = 1\n[hook]\nkeep_last_steps = 10\n");
+        assert_eq!(
+            steps.summarize_options().get("keep_last_steps"),
+            Some(&toml::Value::Integer(10))
+        );
+        let fit = h("version = 1\n[hook]\nfit = 20000\n");
+        assert_eq!(
+            fit.summarize_options().get("fit"),
+            Some(&toml::Value::Integer(20000))
+        );
+        assert!(HookPolicy::default()
+            .summarize_options()
+            .contains_key("keep_last"));
+        let e = parse_err("version = 1\n[hook]\nfit = 1\nkeep_last_steps = 2\n");
+        assert!(e.starts_with("p.toml:3: [hook] key `fit`"), "{e}");
     }
 
     #[test]

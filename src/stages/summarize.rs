@@ -1,20 +1,26 @@
-//! `summarize-range`: replace a range of turns with one summary turn.
+//! `summarize-range`: replace a range of turns or steps with one summary.
 //!
-//! The range is chosen by uuids (`from`/`to`: the turns holding them), by turn numbers
-//! (`turns = "3..10"`, 1-based and inclusive, numbered as [`Session::turns`] and `history list`
-//! number them), or by `keep_last = N` (every turn before the last N). It always covers whole
-//! turns, and grows to the turn holding the other half of any tool call it would cut.
+//! The range is made of *segments*: each turn's head (its prompt and what precedes its first
+//! step) and each step ([`Step`]: one assistant message with the results answering it). It is
+//! chosen by turn numbers (`turns = "3..10"`, 1-based and inclusive, as `history list` numbers
+//! them), `keep_last = N` (every turn before the last N), step numbers (`steps = "12..140"`,
+//! as `history list --steps` numbers them; a range may cross turns and takes the heads in
+//! between), `keep_last_steps = N` (every step before the last N; the first prompt stays),
+//! uuids (`from`/`to`: the segments holding them), or a token budget (`fit`: the oldest steps
+//! after the first prompt until the resume estimate of [`budget`] is under it). It grows to
+//! the segment holding the other half of any tool call it would cut; a step never splits a
+//! split assistant message.
 //!
-//! Every record of those turns is removed and ONE `user` record with string content takes the
+//! Every record of the range is removed and ONE `user` record with string content takes the
 //! place of the first one: the text given (`text`), the standard output of a command fed the
 //! range as JSONL on its standard input (`command`, with a timeout; a failure, a non-zero exit
 //! or empty output is an error and the file is left untouched), or else a deterministic digest
 //! (prompts, files read and written, commands run, errors, final answer). The summary record
-//! gets a fresh v4 uuid, the envelope of the range's first prompt (`sessionId`, `cwd`,
+//! gets a fresh v4 uuid, the envelope of the range's first message (`sessionId`, `cwd`,
 //! `version`, `gitBranch`, …), `isSidechain: false`, `userType: "external"`, the timestamp of
 //! the range's last record, a `parentUuid` into the kept chain, and
-//! `cchistSummary {turns, records, source, removedUuids}` naming what it replaced. Every
-//! reference into the range is re-pointed at it (tombstones + [`relink`]).
+//! `cchistSummary {turns, steps, records, source, removedUuids}` naming what it replaced.
+//! Every reference into the range is re-pointed at it (tombstones + [`relink`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
@@ -27,8 +33,9 @@ use serde_json::{json, Value};
 use crate::error::{OptionError, Result};
 use crate::stages::relink::{envelope, new_uuid, relink, stage_err};
 use crate::stages::{options, Cx, Scope, Stage, StageDef};
+use crate::transcript::budget;
 use crate::transcript::record::Record;
-use crate::transcript::session::{is_prompt, Session};
+use crate::transcript::session::{is_conversational, is_prompt, Session, Step, Turn};
 use crate::transcript::turns::{message_text, shorten};
 
 const NAME: &str = "summarize-range";
@@ -49,6 +56,17 @@ pub struct SummarizeOptions {
     /// Summarize everything before the last N turns.
     #[serde(default)]
     pub keep_last: Option<usize>,
+    /// Step numbers, `A..B` (inclusive), `A..`, `..B` or `N`, numbered across the session as
+    /// `history list --steps` numbers them.
+    #[serde(default)]
+    pub steps: Option<String>,
+    /// Summarize every step before the last N (the first prompt stays).
+    #[serde(default)]
+    pub keep_last_steps: Option<usize>,
+    /// A token budget: summarize the oldest steps (the first prompt stays) until the
+    /// conversation rebuilt on resume is estimated under it ([`crate::transcript::budget`]).
+    #[serde(default)]
+    pub fit: Option<u64>,
     /// The summary text.
     #[serde(default)]
     pub text: Option<String>,
@@ -67,12 +85,15 @@ pub const MAX_COMMAND_OUTPUT: usize = 1 << 20;
 /// Default `timeout_secs` of a summary command.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
-/// Which turns, before snapping and growing.
+/// Which part of the session, before snapping to whole steps and growing over tool pairs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Selector {
     Uuids(Option<String>, Option<String>),
     Turns(usize, Option<usize>),
     KeepLast(usize),
+    Steps(usize, Option<usize>),
+    KeepLastSteps(usize),
+    Fit(u64),
 }
 
 /// The `summarize-range` stage.
@@ -83,18 +104,34 @@ pub struct SummarizeRange {
     timeout: Duration,
 }
 
-/// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive).
+/// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive) as turn numbers.
 pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), OptionError> {
+    parse_range("turns", "turn", spec)
+}
+
+/// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive) as step numbers.
+pub fn parse_steps(spec: &str) -> std::result::Result<(usize, Option<usize>), OptionError> {
+    parse_range("steps", "step", spec)
+}
+
+fn parse_range(
+    key: &str,
+    what: &str,
+    spec: &str,
+) -> std::result::Result<(usize, Option<usize>), OptionError> {
     let bad = || {
         OptionError::key(
-            "turns",
-            format!("`{spec}` is not a turn range; write A..B (inclusive), A.., ..B or N"),
+            key,
+            format!("`{spec}` is not a {what} range; write A..B (inclusive), A.., ..B or N"),
         )
     };
     let num = |s: &str| -> std::result::Result<usize, OptionError> {
         let n: usize = s.trim().parse().map_err(|_| bad())?;
         if n == 0 {
-            return Err(OptionError::key("turns", "turns are numbered from 1"));
+            return Err(OptionError::key(
+                key,
+                format!("{what}s are numbered from 1"),
+            ));
         }
         Ok(n)
     };
@@ -112,7 +149,7 @@ pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), Op
     };
     if to.is_some_and(|t| t < from) {
         return Err(OptionError::key(
-            "turns",
+            key,
             format!("`{spec}` ends before it starts"),
         ));
     }
@@ -123,13 +160,20 @@ impl SummarizeRange {
     /// Build the stage, validating the options.
     pub fn new(o: SummarizeOptions) -> std::result::Result<Self, OptionError> {
         let by_uuid = o.from.is_some() || o.to.is_some();
-        let chosen = [by_uuid, o.turns.is_some(), o.keep_last.is_some()]
-            .iter()
-            .filter(|&&b| b)
-            .count();
+        let chosen = [
+            by_uuid,
+            o.turns.is_some(),
+            o.keep_last.is_some(),
+            o.steps.is_some(),
+            o.keep_last_steps.is_some(),
+            o.fit.is_some(),
+        ]
+        .iter()
+        .filter(|&&b| b)
+        .count();
         if chosen != 1 {
             return Err(OptionError::general(
-                "choose the range with exactly one of `from`/`to`, `turns` or `keep_last`",
+                "choose the range with exactly one of `from`/`to`, `turns`, `keep_last`, `steps`, `keep_last_steps` or `fit`",
             ));
         }
         let selector = if by_uuid {
@@ -137,6 +181,19 @@ impl SummarizeRange {
         } else if let Some(t) = &o.turns {
             let (a, b) = parse_turns(t)?;
             Selector::Turns(a, b)
+        } else if let Some(t) = &o.steps {
+            let (a, b) = parse_steps(t)?;
+            Selector::Steps(a, b)
+        } else if let Some(k) = o.keep_last_steps {
+            Selector::KeepLastSteps(k)
+        } else if let Some(f) = o.fit {
+            if f == 0 {
+                return Err(OptionError::key(
+                    "fit",
+                    "the budget must be at least 1 token",
+                ));
+            }
+            Selector::Fit(f)
         } else {
             Selector::KeepLast(o.keep_last.unwrap_or(0))
         };
@@ -164,10 +221,104 @@ impl SummarizeRange {
     }
 }
 
+/// A run of records an edit takes whole: the head of a turn (its prompt and what precedes
+/// its first step) or one step. The segments of a session, in order, cover every record of
+/// its turns.
+#[derive(Debug, Clone)]
+struct Segment {
+    /// 0-based turn index.
+    turn: usize,
+    /// Step number, `None` for a turn's head.
+    step: Option<usize>,
+    /// Record indexes, in file order.
+    records: Vec<usize>,
+}
+
+fn segments(s: &Session<'_>, turns: &[Turn]) -> Vec<Segment> {
+    let steps = s.steps(turns);
+    let mut by_turn: Vec<Vec<&Step>> = vec![Vec::new(); turns.len()];
+    for st in &steps {
+        by_turn[st.turn].push(st);
+    }
+    let mut out = Vec::new();
+    for (t, turn) in turns.iter().enumerate() {
+        let in_steps: HashSet<usize> = by_turn[t]
+            .iter()
+            .flat_map(|st| st.records.iter().copied())
+            .collect();
+        out.push(Segment {
+            turn: t,
+            step: None,
+            records: turn
+                .records
+                .iter()
+                .copied()
+                .filter(|i| !in_steps.contains(i))
+                .collect(),
+        });
+        for st in &by_turn[t] {
+            out.push(Segment {
+                turn: t,
+                step: Some(st.number),
+                records: st.records.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// What a range replaces: its records and how to name it.
+struct Plan {
+    removed: BTreeSet<usize>,
+    /// Turn numbers touched, `N` or `A..B`.
+    turns: String,
+    /// Step numbers covered, when the range holds steps.
+    steps: Option<String>,
+    /// True when the range is whole turns.
+    whole_turns: bool,
+}
+
+fn label(a: usize, b: usize) -> String {
+    if a == b {
+        a.to_string()
+    } else {
+        format!("{a}..{b}")
+    }
+}
+
+fn plan(turns: &[Turn], segs: &[Segment], a: usize, b: usize) -> Plan {
+    let removed = segs[a..=b]
+        .iter()
+        .flat_map(|g| g.records.iter().copied())
+        .collect();
+    let numbers: Vec<usize> = segs[a..=b].iter().filter_map(|g| g.step).collect();
+    let whole_turns = segs[a].step.is_none() && !segs.get(b + 1).is_some_and(|g| g.step.is_some());
+    Plan {
+        removed,
+        turns: label(turns[segs[a].turn].number, turns[segs[b].turn].number),
+        steps: numbers
+            .first()
+            .zip(numbers.last())
+            .map(|(&x, &y)| label(x, y)),
+        whole_turns,
+    }
+}
+
+impl Plan {
+    /// The digest's title: what it summarizes.
+    fn title(&self) -> String {
+        let turns = self.turns.replace("..", "–");
+        match (&self.steps, self.whole_turns) {
+            (Some(st), false) => format!("steps {} (turns {turns})", st.replace("..", "–")),
+            _ => format!("turns {turns}"),
+        }
+    }
+}
+
 /// The stage's entry in the registry.
 pub const DEF: StageDef = StageDef {
     name: "summarize-range",
-    about: "replace a range of turns with one summary turn (text, command or digest)",
+    about: "replace a range of turns or steps with one summary (text, command or digest); by turns, steps or a token budget",
     build,
 };
 
@@ -187,31 +338,37 @@ impl Stage for SummarizeRange {
 
     fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
         let turns = s.turns();
-        let Some((first, last)) = self.turn_range(s, turns.len(), cx)? else {
+        let segs = segments(s, &turns);
+        let range = match self.selector {
+            Selector::Fit(budget) => self.fit_range(s, &turns, &segs, budget, cx)?,
+            _ => self.segment_range(s, &turns, &segs, cx)?,
+        };
+        let Some((first, last)) = range else {
             cx.count("summarize-range.skipped", 1);
             return Ok(());
         };
-        let (first, last) = grow_over_tool_pairs(s, &turns, first, last);
-        let removed: BTreeSet<usize> = turns[first..=last]
-            .iter()
-            .flat_map(|t| t.records.iter().copied())
-            .collect();
-        let label = if first == last {
-            format!("{}", turns[first].number)
-        } else {
-            format!("{}..{}", turns[first].number, turns[last].number)
-        };
+        let (first, last) = grow_over_tool_pairs(s, &segs, first, last);
+        let plan = plan(&turns, &segs, first, last);
+        let removed = &plan.removed;
         let (text, source) = match (&self.text, &self.command) {
             (Some(t), _) => (t.clone(), "text"),
-            (None, Some(cmd)) => (self.run_command(s, &removed, cmd, cx)?, "command"),
-            (None, None) => (digest(s, &removed, &label), "digest"),
+            (None, Some(cmd)) => (self.run_command(s, removed, cmd, cx)?, "command"),
+            (None, None) => (digest(s, removed, &plan.title()), "digest"),
         };
         let removed_uuids: Vec<String> = removed
             .iter()
             .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
             .collect();
-        // The kept record the range hangs from: the first prompt's parent, skipping the range.
-        let prompt = turns[first].prompt;
+        // The record whose envelope the summary takes and whose parent it hangs from (skipping
+        // the range): the range's first message.
+        let prompt = removed
+            .iter()
+            .copied()
+            .find(|&i| {
+                s.header(i)
+                    .is_some_and(|h| !h.is_sidechain && is_conversational(h) && h.uuid.is_some())
+            })
+            .unwrap_or(*removed.first().expect("a segment has records"));
         let in_range: HashSet<&str> = removed_uuids.iter().map(String::as_str).collect();
         let mut parent = s.header(prompt).and_then(|h| h.parent_uuid.clone());
         let mut guard = 0;
@@ -244,12 +401,15 @@ impl Stage for SummarizeRange {
         m.insert(
             "cchistSummary".into(),
             json!({
-                "turns": label,
+                "turns": plan.turns,
                 "records": removed.len(),
                 "source": source,
                 "removedUuids": removed_uuids,
             }),
         );
+        if let (Some(steps), Some(Value::Object(m))) = (&plan.steps, m.get_mut("cchistSummary")) {
+            m.insert("steps".into(), Value::from(steps.clone()));
+        }
         for u in &removed_uuids {
             s.tombstone(u, Some(&uuid));
         }
@@ -264,61 +424,172 @@ impl Stage for SummarizeRange {
                 s.records.push(r);
             }
         }
+        let touched: BTreeSet<usize> = segs[first..=last].iter().map(|g| g.turn).collect();
+        cx.count("summarize-range.turns_touched", touched.len() as u64);
         cx.count(
-            "summarize-range.turns_summarized",
-            (last - first + 1) as u64,
+            "summarize-range.steps_summarized",
+            segs[first..=last]
+                .iter()
+                .filter(|g| g.step.is_some())
+                .count() as u64,
         );
-        relink(s, cx)
+        relink(s, cx)?;
+        if let Selector::Fit(budget) = self.selector {
+            let after = budget::resume_tokens(s);
+            cx.count("summarize-range.fit.after_tokens", after);
+            if after > budget {
+                cx.count("summarize-range.fit.over_budget", 1);
+            }
+        }
+        Ok(())
     }
 }
 
 impl SummarizeRange {
-    /// 0-based indexes of the first and last turn to replace; `None` when there is nothing.
-    fn turn_range(&self, s: &Session<'_>, n: usize, cx: &Cx) -> Result<Option<(usize, usize)>> {
-        if n == 0 {
+    /// Indexes (into the segments) of the first and last segment to replace; `None` when
+    /// there is nothing to replace.
+    fn segment_range(
+        &self,
+        s: &Session<'_>,
+        turns: &[Turn],
+        segs: &[Segment],
+        cx: &Cx,
+    ) -> Result<Option<(usize, usize)>> {
+        let n = turns.len();
+        if n == 0 || segs.is_empty() {
             return Ok(None);
         }
         let err = |m: String| stage_err(cx, NAME, 0, m);
+        let first_of_turn = |t: usize| segs.iter().position(|g| g.turn == t).expect("turn");
+        let last_of_turn = |t: usize| segs.iter().rposition(|g| g.turn == t).expect("turn");
+        let seg_of_step = |n: usize| segs.iter().position(|g| g.step == Some(n)).expect("step");
+        let m = segs.iter().filter(|g| g.step.is_some()).count();
         match &self.selector {
-            Selector::KeepLast(k) => Ok((n > *k).then(|| (0, n - k - 1))),
+            Selector::KeepLast(k) => Ok((n > *k).then(|| (0, last_of_turn(n - k - 1)))),
             Selector::Turns(a, b) => {
-                if *a > n {
-                    return Err(err(format!(
-                        "turn {a} does not exist: the session has {n} turns"
-                    )));
-                }
                 let b = b.unwrap_or(n);
-                if b > n {
-                    return Err(err(format!(
-                        "turn {b} does not exist: the session has {n} turns"
-                    )));
+                for t in [*a, b] {
+                    if t > n {
+                        return Err(err(format!(
+                            "turn {t} does not exist: the session has {n} turns"
+                        )));
+                    }
                 }
-                Ok(Some((a - 1, b - 1)))
+                Ok(Some((first_of_turn(a - 1), last_of_turn(b - 1))))
             }
+            Selector::Steps(a, b) => {
+                let b = b.unwrap_or(m);
+                for st in [*a, b] {
+                    if st > m {
+                        return Err(err(format!(
+                            "step {st} does not exist: the session has {m} steps (see `cchist history list --steps`)"
+                        )));
+                    }
+                }
+                Ok(Some((seg_of_step(*a), seg_of_step(b))))
+            }
+            // The first turn's head (the first prompt) stays.
+            Selector::KeepLastSteps(k) => Ok((m > *k).then(|| (1, seg_of_step(m - k)))),
             Selector::Uuids(from, to) => {
-                let turns = s.turns();
-                let turn_of = |u: &str| -> Result<usize> {
+                let seg_of = |u: &str| -> Result<usize> {
                     let i = *s
                         .by_uuid
                         .get(u)
                         .ok_or_else(|| err(format!("no record has uuid {u}")))?;
-                    turns
-                        .iter()
-                        .position(|t| t.records.binary_search(&i).is_ok())
+                    segs.iter()
+                        .position(|g| g.records.contains(&i))
                         .ok_or_else(|| err(format!("record {u} belongs to no turn")))
                 };
-                let a = from.as_deref().map(turn_of).transpose()?.unwrap_or(0);
-                let b = to.as_deref().map(turn_of).transpose()?.unwrap_or(n - 1);
+                let a = from.as_deref().map(seg_of).transpose()?.unwrap_or(0);
+                let b = to
+                    .as_deref()
+                    .map(seg_of)
+                    .transpose()?
+                    .unwrap_or(segs.len() - 1);
                 if b < a {
                     return Err(err(format!(
                         "`to` (turn {}) comes before `from` (turn {})",
-                        b + 1,
-                        a + 1
+                        turns[segs[b].turn].number, turns[segs[a].turn].number
                     )));
                 }
                 Ok(Some((a, b)))
             }
+            Selector::Fit(_) => unreachable!("fit picks its range in fit_range"),
         }
+    }
+
+    /// The shortest range of oldest segments after the first turn's head whose replacement
+    /// by the summary brings the resume estimate under `budget`; the whole rest when nothing
+    /// shorter does; `None` when the session already fits.
+    fn fit_range(
+        &self,
+        s: &mut Session<'_>,
+        turns: &[Turn],
+        segs: &[Segment],
+        budget: u64,
+        cx: &mut Cx,
+    ) -> Result<Option<(usize, usize)>> {
+        let on_path: HashSet<usize> = budget::resume_path(s).into_iter().collect();
+        let cost: Vec<u64> = segs
+            .iter()
+            .map(|g| {
+                g.records
+                    .iter()
+                    .filter(|i| on_path.contains(i))
+                    .map(|&i| budget::record_tokens(s, i))
+                    .sum()
+            })
+            .collect();
+        let total: u64 = cost.iter().sum();
+        cx.count("summarize-range.fit.budget_tokens", budget);
+        cx.count("summarize-range.fit.before_tokens", total);
+        if total <= budget || segs.len() < 2 {
+            cx.count("summarize-range.fit.after_tokens", total);
+            if total > budget {
+                cx.count("summarize-range.fit.over_budget", 1);
+            }
+            return Ok(None);
+        }
+        // removed[j]: tokens taken away by replacing segments 1..=j.
+        let mut removed = vec![0u64; segs.len()];
+        for j in 1..segs.len() {
+            removed[j] = removed[j - 1] + cost[j];
+        }
+        let last = segs.len() - 1;
+        // Without the summary's own size: no shorter range can fit.
+        let lower = (1..=last)
+            .find(|&j| total - removed[j] <= budget)
+            .unwrap_or(last);
+        let estimate = |s: &mut Session<'_>, j: usize| -> u64 {
+            let (a, b) = grow_over_tool_pairs(s, segs, 1, j);
+            let taken: u64 = cost[a..=b].iter().sum();
+            let summary = match &self.text {
+                Some(t) => budget::text_tokens(t),
+                // A command's output is known only once it ran: it runs once, on the range
+                // chosen without it, and the result is reported.
+                None if self.command.is_some() => 0,
+                None => {
+                    let p = plan(turns, segs, a, b);
+                    budget::text_tokens(&digest(s, &p.removed, &p.title()))
+                }
+            };
+            total - taken + summary
+        };
+        if estimate(s, last) > budget {
+            return Ok(Some((1, last)));
+        }
+        // The estimate grows with the summary but falls with every segment taken: search the
+        // first range that fits, assuming it stays fitting beyond (the digest is bounded).
+        let (mut lo, mut hi) = (lower, last);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if estimate(s, mid) <= budget {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(Some((1, lo)))
     }
 
     /// Run the summary command on the range; its trimmed standard output.
@@ -455,22 +726,22 @@ impl SummarizeRange {
     }
 }
 
-/// Grow `first..=last` until no tool call has its use inside and its result outside (or the
-/// reverse).
+/// Grow the segments `first..=last` until no tool call has its use inside and its result
+/// outside (or the reverse).
 fn grow_over_tool_pairs(
     s: &Session<'_>,
-    turns: &[crate::transcript::session::Turn],
+    segs: &[Segment],
     mut first: usize,
     mut last: usize,
 ) -> (usize, usize) {
-    let mut turn_of: HashMap<usize, usize> = HashMap::new();
-    for (t, turn) in turns.iter().enumerate() {
-        for &i in &turn.records {
-            turn_of.insert(i, t);
+    let mut seg_of: HashMap<usize, usize> = HashMap::new();
+    for (g, seg) in segs.iter().enumerate() {
+        for &i in &seg.records {
+            seg_of.insert(i, g);
         }
     }
     loop {
-        let inside = |i: usize| turn_of.get(&i).is_some_and(|&t| t >= first && t <= last);
+        let inside = |i: usize| seg_of.get(&i).is_some_and(|&g| g >= first && g <= last);
         let mut grow: Option<usize> = None;
         for (id, &u) in &s.tool_uses {
             let results = s.tool_results.get(id).map(Vec::as_slice).unwrap_or(&[]);
@@ -479,8 +750,8 @@ fn grow_over_tool_pairs(
             if members.iter().any(|&i| inside(i)) {
                 for &i in &members {
                     if !inside(i) {
-                        if let Some(&t) = turn_of.get(&i) {
-                            grow = Some(t);
+                        if let Some(&g) = seg_of.get(&i) {
+                            grow = Some(g);
                         }
                     }
                 }
@@ -490,9 +761,9 @@ fn grow_over_tool_pairs(
             }
         }
         match grow {
-            Some(t) => {
-                first = first.min(t);
-                last = last.max(t);
+            Some(g) => {
+                first = first.min(g);
+                last = last.max(g);
             }
             None => return (first, last),
         }
@@ -500,10 +771,10 @@ fn grow_over_tool_pairs(
 }
 
 /// A deterministic digest of the removed records: prompts, files, commands, errors, answer.
-pub fn digest(s: &mut Session<'_>, removed: &BTreeSet<usize>, label: &str) -> String {
+pub fn digest(s: &mut Session<'_>, removed: &BTreeSet<usize>, title: &str) -> String {
     format!(
-        "Summary of turns {} (replaced by cchist; {} records removed).\n{}",
-        label.replace("..", "–"),
+        "Summary of {} (replaced by cchist; {} records removed).\n{}",
+        title,
         removed.len(),
         digest_body(s, removed)
     )
@@ -682,7 +953,8 @@ mod tests {
         for r in &s.records {
             r.write_to(&mut out);
         }
-        assert!(crate::findings::validate::validate(&out).is_empty());
+        let f = crate::findings::validate::validate(&out);
+        assert!(f.is_empty(), "{f:?}");
         Ok(String::from_utf8(out)
             .unwrap()
             .lines()
@@ -752,7 +1024,7 @@ mod tests {
     }
 
     #[test]
-    fn uuids_snap_to_turns() {
+    fn uuids_snap_to_steps() {
         let out = run(
             SummarizeOptions {
                 from: Some("r2".into()),
@@ -763,8 +1035,142 @@ mod tests {
             &session_text(4),
         )
         .unwrap();
-        assert_eq!(out.len(), 4 + 1 + 4);
-        assert_eq!(out[4]["cchistSummary"]["turns"], "2..3");
+        // Steps a2+r2, f2, the head p3 and a3+r3 go; p2 and f3 stay around the summary.
+        assert_eq!(out.len(), 16 - 6 + 1);
+        let sum = &out[5];
+        assert_eq!(out[4]["uuid"], "p2");
+        assert_eq!(sum["parentUuid"], "p2");
+        assert_eq!(sum["cchistSummary"]["turns"], "2..3");
+        assert_eq!(sum["cchistSummary"]["steps"], "3..5");
+        assert_eq!(out[6]["uuid"], "f3");
+        assert_eq!(out[6]["parentUuid"], sum["uuid"]);
+    }
+
+    #[test]
+    fn step_ranges_cross_turns_and_keep_the_first_prompt() {
+        let out = run(
+            SummarizeOptions {
+                steps: Some("2..5".into()),
+                ..Default::default()
+            },
+            &session_text(3),
+        )
+        .unwrap();
+        let uuids: Vec<&str> = out.iter().map(|v| v["uuid"].as_str().unwrap()).collect();
+        assert_eq!(uuids[..3], ["p1", "a1", "r1"]);
+        assert_eq!(uuids[4..], ["f3"]);
+        let d = out[3]["message"]["content"].as_str().unwrap();
+        assert!(d.starts_with("Summary of steps 2–5 (turns 1–3)"), "{d}");
+        assert!(d.contains("- prompt 2\n") && d.contains("- echo 3"), "{d}");
+
+        let out = run(
+            SummarizeOptions {
+                keep_last_steps: Some(3),
+                text: Some("S".into()),
+                ..Default::default()
+            },
+            &session_text(3),
+        )
+        .unwrap();
+        let uuids: Vec<&str> = out.iter().map(|v| v["uuid"].as_str().unwrap()).collect();
+        // 6 steps: 1..3 go with the head p2; the first prompt, the summary, steps 4..6 stay.
+        assert_eq!(uuids[0], "p1");
+        assert_eq!(out[1]["message"]["content"], "S");
+        assert_eq!(uuids[2..], ["f2", "p3", "a3", "r3", "f3"]);
+        assert_eq!(out[1]["cchistSummary"]["steps"], "1..3");
+
+        let e = run(
+            SummarizeOptions {
+                steps: Some("4..7".into()),
+                ..Default::default()
+            },
+            &session_text(3),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("step 7 does not exist: the session has 6 steps"),
+            "{e}"
+        );
+    }
+
+    /// A message split in pieces with tool results in between (2.1.x streaming), then a
+    /// second message: two steps, never cut between the pieces.
+    #[test]
+    fn split_messages_are_one_step() {
+        let text = [
+            r#"{"type":"user","uuid":"p","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"p","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#,
+            r#"{"type":"user","uuid":"r1","parentUuid":"a1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}"#,
+            r#"{"type":"assistant","uuid":"a2","parentUuid":"r1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{}}]}}"#,
+            r#"{"type":"user","uuid":"r2","parentUuid":"a2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"y"}]}}"#,
+            r#"{"type":"assistant","uuid":"b","parentUuid":"r2","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+        ]
+        .join("\n")
+            + "\n";
+        let s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let steps = s.steps(&s.turns());
+        let recs: Vec<Vec<usize>> = steps.iter().map(|st| st.records.clone()).collect();
+        assert_eq!(recs, vec![vec![1, 2, 3, 4], vec![5]]);
+        let out = run(
+            SummarizeOptions {
+                keep_last_steps: Some(1),
+                text: Some("S".into()),
+                ..Default::default()
+            },
+            &text,
+        )
+        .unwrap();
+        let uuids: Vec<&str> = out.iter().map(|v| v["uuid"].as_str().unwrap()).collect();
+        assert_eq!(uuids[0], "p");
+        assert_eq!(uuids[2..], ["b"]);
+    }
+
+    #[test]
+    fn fit_takes_the_fewest_oldest_steps_under_the_budget() {
+        let text = session_text(6);
+        let mut all = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let before = budget::resume_tokens(&mut all);
+        for b in [before / 2, before * 3 / 4, before - 1] {
+            let o = SummarizeOptions {
+                fit: Some(b),
+                text: Some("S".into()),
+                ..Default::default()
+            };
+            let st = SummarizeRange::new(o.clone()).unwrap();
+            let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+            let mut cx = Cx::new(Origin::stdin());
+            st.session(&mut s, &mut cx).unwrap();
+            let after = budget::resume_tokens(&mut s);
+            assert!(after <= b, "budget {b}: {after}");
+            assert_eq!(cx.counters["summarize-range.fit.after_tokens"], after);
+            assert_eq!(cx.counters["summarize-range.fit.before_tokens"], before);
+            // One step fewer would not fit: summarizing the steps before the kept ones less one.
+            let n = cx.counters["summarize-range.steps_summarized"] as usize;
+            if n > 1 {
+                let fewer = SummarizeRange::new(SummarizeOptions {
+                    fit: None,
+                    steps: Some(format!("1..{}", n - 1)),
+                    ..o
+                })
+                .unwrap();
+                let mut s2 =
+                    Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+                fewer
+                    .session(&mut s2, &mut Cx::new(Origin::stdin()))
+                    .unwrap();
+                assert!(budget::resume_tokens(&mut s2) > b, "budget {b}");
+            }
+        }
+        let mut cx = Cx::new(Origin::stdin());
+        let st = SummarizeRange::new(SummarizeOptions {
+            fit: Some(before),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        st.session(&mut s, &mut cx).unwrap();
+        assert_eq!(cx.counters["summarize-range.skipped"], 1);
     }
 
     #[test]

@@ -69,6 +69,24 @@ pub struct Turn {
     pub records: Vec<usize>,
 }
 
+/// One step of a turn: one assistant message (every record sharing its `message.id`, however
+/// the pieces are interleaved with tool results) with the tool results that answer it and the
+/// bookkeeping records written in between. A turn is its prompt (with the records written
+/// before its first assistant message: its *head*) plus its steps.
+///
+/// Steps are the finest unit an edit can take without breaking the conversation: a step never
+/// splits a split assistant message, and a step holds the results of its tool calls (a result
+/// answering an earlier step of the same turn merges the steps in between).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// 1-based number across the whole session, in chain order.
+    pub number: usize,
+    /// 0-based index of the turn (in [`Session::turns`]) the step belongs to.
+    pub turn: usize,
+    /// Indexes of the step's records, in file order.
+    pub records: Vec<usize>,
+}
+
 /// A whole session: its records in file order plus the graph indexes.
 pub struct Session<'a> {
     /// The records, in file order.
@@ -339,6 +357,98 @@ impl<'a> Session<'a> {
             turns[t].records.push(i);
         }
         turns
+    }
+
+    /// The steps of `turns` (as [`Session::turns`] returns them), numbered from 1.
+    ///
+    /// A step opens at a non-sidechain assistant record on the logical path to the leaf whose
+    /// `message.id` no earlier step of the turn holds; every record after it in the turn
+    /// belongs to it until the next step opens. A piece of an earlier step's message, or a
+    /// tool result answering an earlier step's call, merges the steps from that one on. The
+    /// records of a turn before its first step are its head (prompt, attachments, meta).
+    pub fn steps(&self, turns: &[Turn]) -> Vec<Step> {
+        let on_path: HashSet<usize> = self
+            .leaf()
+            .map(|l| self.logical_path(l).into_iter().collect())
+            .unwrap_or_default();
+        let mut out: Vec<Step> = Vec::new();
+        for (t, turn) in turns.iter().enumerate() {
+            // (message ids, tool_use ids) of each step of this turn, parallel to `steps`.
+            let mut steps: Vec<Step> = Vec::new();
+            let mut keys: Vec<(HashSet<&str>, HashSet<&str>)> = Vec::new();
+            for &i in &turn.records {
+                if i <= turn.prompt {
+                    // Records written before the prompt (first turn only) stay in the head,
+                    // so the prompt always opens its turn.
+                    continue;
+                }
+                let h = self.header(i);
+                let opens = h.is_some_and(|h| {
+                    h.ty == "assistant"
+                        && !h.is_sidechain
+                        && on_path.contains(&i)
+                        && !h
+                            .message_id
+                            .as_deref()
+                            .is_some_and(|m| keys.iter().any(|k| k.0.contains(m)))
+                });
+                if opens {
+                    steps.push(Step {
+                        number: 0,
+                        turn: t,
+                        records: Vec::new(),
+                    });
+                    keys.push(Default::default());
+                }
+                let Some(cur) = steps.len().checked_sub(1) else {
+                    continue; // the head
+                };
+                // The earliest step this record ties to: its message or the calls it answers.
+                let mut tie = cur;
+                if let Some(h) = h.filter(|h| !h.is_sidechain) {
+                    for (k, key) in keys.iter().enumerate().take(cur) {
+                        let same_msg = h.ty == "assistant"
+                            && h.message_id.as_deref().is_some_and(|m| key.0.contains(m));
+                        let answers = h.blocks.iter().any(|b| {
+                            b.tool_use_id
+                                .as_deref()
+                                .is_some_and(|id| key.1.contains(id))
+                        });
+                        if same_msg || answers {
+                            tie = k;
+                            break;
+                        }
+                    }
+                }
+                while steps.len() > tie + 1 {
+                    let last = steps.pop().expect("more than tie+1 steps");
+                    let k = keys.pop().expect("parallel to steps");
+                    let prev = steps.last_mut().expect("tie+1 steps remain");
+                    prev.records.extend(last.records);
+                    let pk = keys.last_mut().expect("parallel to steps");
+                    pk.0.extend(k.0);
+                    pk.1.extend(k.1);
+                }
+                let step = steps.last_mut().expect("a step is open");
+                step.records.push(i);
+                if let Some(h) = h.filter(|h| h.ty == "assistant" && !h.is_sidechain) {
+                    let key = keys.last_mut().expect("parallel to steps");
+                    if let Some(m) = h.message_id.as_deref() {
+                        key.0.insert(m);
+                    }
+                    for b in &h.blocks {
+                        if let Some(id) = b.id.as_deref().filter(|_| b.kind == "tool_use") {
+                            key.1.insert(id);
+                        }
+                    }
+                }
+            }
+            out.extend(steps);
+        }
+        for (n, s) in out.iter_mut().enumerate() {
+            s.number = n + 1;
+        }
+        out
     }
 }
 

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::transcript::session::{Session, Turn};
+use crate::transcript::session::{Session, Step, Turn};
 
 /// One row of `cchist history list` (the `--json` shape is part of the documented interface).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -60,6 +60,76 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
     }
 }
 
+/// One row of `cchist history list --steps` (the `--json` shape is part of the documented
+/// interface).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepRow {
+    /// 1-based step number across the session (what `summarize-range --steps` takes).
+    pub number: usize,
+    /// 1-based number of the turn it belongs to.
+    pub turn: usize,
+    /// uuid of the step's first assistant record.
+    pub uuid: String,
+    /// Timestamp of that record.
+    pub time: Option<String>,
+    /// Names of the tools it calls, in order.
+    pub tools: Vec<String>,
+    /// The message's text, shortened to 80 characters.
+    pub text: String,
+    /// Records in the step.
+    pub records: usize,
+    /// Bytes of the step's lines.
+    pub bytes: usize,
+}
+
+/// Rows for every step of a session.
+pub fn step_rows(s: &mut Session<'_>) -> Vec<StepRow> {
+    let turns = s.turns();
+    let steps = s.steps(&turns);
+    steps.iter().map(|st| step_row(s, &turns, st)).collect()
+}
+
+fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
+    let first = st.records[0];
+    let h = s.records[first].header().cloned().unwrap_or_default();
+    let mut tools = Vec::new();
+    let mut text = String::new();
+    for &i in &st.records {
+        let Some(h) = s.records[i].header() else {
+            continue;
+        };
+        if h.ty != "assistant" || h.is_sidechain {
+            continue;
+        }
+        tools.extend(
+            h.blocks
+                .iter()
+                .filter(|b| b.kind == "tool_use")
+                .map(|b| b.name.clone().unwrap_or_default()),
+        );
+        if text.is_empty() {
+            if let Ok(v) = s.records[i].value() {
+                text = message_text(v);
+            }
+        }
+    }
+    let bytes = st
+        .records
+        .iter()
+        .map(|&i| s.records[i].raw().len() + s.records[i].term.bytes().len())
+        .sum();
+    StepRow {
+        number: st.number,
+        turn: turns[st.turn].number,
+        uuid: h.uuid.unwrap_or_default(),
+        time: h.timestamp,
+        tools,
+        text: shorten(&text, 80),
+        records: st.records.len(),
+        bytes,
+    }
+}
+
 /// The plain text of a record's `message.content` (string, or its text blocks joined).
 pub fn message_text(v: &Value) -> String {
     match v.pointer("/message/content") {
@@ -85,7 +155,8 @@ pub fn shorten(s: &str, max: usize) -> String {
 }
 
 /// A readable rendering of one turn: each conversational block, tool calls with their input,
-/// tool results, and one line for each bookkeeping record.
+/// tool results, one line for each bookkeeping record, and a `── step N` line where each
+/// step opens.
 pub fn render_turn(s: &mut Session<'_>, t: &Turn) -> String {
     let mut out = String::new();
     let head = row(s, t);
@@ -95,7 +166,17 @@ pub fn render_turn(s: &mut Session<'_>, t: &Turn) -> String {
         head.time.as_deref().unwrap_or("?"),
         head.uuid
     );
+    // Step numbers as `history list --steps` prints them, marked where each step opens.
+    let turns = s.turns();
+    let starts: std::collections::HashMap<usize, usize> = s
+        .steps(&turns)
+        .into_iter()
+        .map(|st| (st.records[0], st.number))
+        .collect();
     for &i in &t.records {
+        if let Some(n) = starts.get(&i) {
+            out += &format!("── step {n}\n");
+        }
         let rec = &mut s.records[i];
         let line = rec.line;
         let Ok(v) = rec.value() else {
@@ -188,6 +269,35 @@ fn render_block(ty: &str, side: &str, b: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn show_and_list_number_steps() {
+        let text = [
+            r#"{"type":"user","uuid":"p","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
+            r#"{"type":"assistant","uuid":"a","parentUuid":"p","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]}}"#,
+            r#"{"type":"user","uuid":"r","parentUuid":"a","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}}"#,
+            r#"{"type":"assistant","uuid":"b","parentUuid":"r","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
+        ]
+        .join("\n");
+        let mut s = Session::new(
+            crate::io::framing::lines(text.as_bytes(), 1)
+                .map(crate::transcript::record::Record::from_line)
+                .collect(),
+        );
+        let rows = step_rows(&mut s);
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].number, rows[0].turn, rows[0].records), (1, 1, 2));
+        assert_eq!(rows[0].tools, ["Read"]);
+        assert_eq!(
+            (rows[1].uuid.as_str(), rows[1].text.as_str()),
+            ("b", "done")
+        );
+        let t = s.turns()[0].clone();
+        let shown = render_turn(&mut s, &t);
+        let marks: Vec<&str> = shown.lines().filter(|l| l.starts_with("── step")).collect();
+        assert_eq!(marks, ["── step 1", "── step 2"]);
+        assert!(shown.find("── step 2").unwrap() > shown.find("tool_result t").unwrap());
+    }
 
     #[test]
     fn shorten_cuts_on_characters() {

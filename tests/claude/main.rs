@@ -16,3 +16,4 @@ mod hook_cli;
 mod hook_resume;
 mod redact_resume;
 mod resume;
+mod steps_resume;

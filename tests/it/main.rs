@@ -26,5 +26,6 @@ mod scaling;
 mod session_files;
 mod sessions;
 mod stdin_session;
+mod steps_props;
 mod summarize;
 mod validate;

@@ -1,0 +1,485 @@
+//! Issue 19: `summarize-range` by steps and by token budget on long agentic sessions (few
+//! prompts, many tool steps), checked by `validate`, by the step model, and by resuming the
+//! result in the real Claude Code CLI (skipped without it).
+//!
+//! The in-repo session `tests/fixtures/agentic_long.jsonl` was written by the real CLI
+//! (2.1.328) playing a scripted mock API (`generate_agentic_fixture`, run with `--ignored`):
+//! 2 prompts, 56 steps, split messages (text + tool pieces) and parallel tool calls. The corpus
+//! session `marot__spotter__8463c716…` (2 turns, 143 steps) is used when ../shared is present.
+//! Failure messages show structure and ids, never transcript text.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::*;
+use cchist::findings::validate::validate;
+use cchist::io::framing::lines;
+use cchist::transcript::budget;
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
+use serde_json::{json, Value};
+
+const FIXTURE: &str = "tests/fixtures/agentic_long.jsonl";
+const CORPUS: &str = "real/marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE)
+}
+
+/// The corpus session, or `None` (with a note) when ../shared is absent.
+fn corpus_session() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus")
+        .join(CORPUS);
+    if p.is_file() {
+        Some(p)
+    } else {
+        eprintln!(
+            "skipped: {} is absent (../shared not checked out)",
+            p.display()
+        );
+        None
+    }
+}
+
+/// Runs cchist; (stdout, stderr), asserting success.
+fn cchist(args: &[&str], input: &Path) -> (Vec<u8>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+        .args(args)
+        .arg(input)
+        .output()
+        .expect("run cchist");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "cchist {args:?}: {err}");
+    (out.stdout, err)
+}
+
+fn session(data: &[u8]) -> Session<'_> {
+    Session::new(lines(data, 1).map(Record::from_line).collect())
+}
+
+/// uuids of each step's records, in order.
+fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
+    let s = session(data);
+    let turns = s.turns();
+    s.steps(&turns)
+        .iter()
+        .map(|st| {
+            st.records
+                .iter()
+                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+fn tool_use_ids(data: &[u8], uuids: &HashSet<&str>) -> Vec<String> {
+    let s = session(data);
+    (0..s.records.len())
+        .filter_map(|i| s.header(i))
+        .filter(|h| h.ty == "assistant" && h.uuid.as_deref().is_some_and(|u| uuids.contains(u)))
+        .flat_map(|h| h.tool_use_ids().map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}
+
+/// What an edited session must be: valid, the first prompt first, then the summary, then
+/// exactly the steps `kept` (by their uuids), every tool_use answered. Returns the summary.
+fn check_shape(out: &[u8], orig: &[u8], kept: &[Vec<String>]) -> Value {
+    let findings = validate(out);
+    assert!(findings.is_empty(), "{findings:?}");
+    let mut s = session(out);
+    let mut o = session(orig);
+    let turns = s.turns();
+    let first = o.turns()[0].prompt;
+    let first_uuid = o.header(first).and_then(|h| h.uuid.clone()).unwrap();
+    assert_eq!(
+        s.header(turns[0].prompt).and_then(|h| h.uuid.clone()),
+        Some(first_uuid),
+        "the first prompt stays first"
+    );
+    let sum_i = (0..s.records.len())
+        .find(|&i| {
+            s.records[i]
+                .value()
+                .is_ok_and(|v| v.get("cchistSummary").is_some())
+        })
+        .expect("a summary record");
+    let summary = s.records[sum_i].value().unwrap().clone();
+    // After the summary: exactly the kept steps, in order.
+    let after: Vec<Vec<String>> = step_uuids(out)
+        .into_iter()
+        .filter(|st| {
+            st.iter()
+                .any(|u| s.by_uuid.get(u).is_some_and(|&i| i > sum_i))
+        })
+        .collect();
+    assert_eq!(after, kept, "kept steps");
+    // Every tool_use is answered and every result has its use (parallel calls branch the
+    // chain, so this is over the main conversation's records, not one path).
+    let mut uses = HashSet::new();
+    let mut results = HashSet::new();
+    for i in 0..s.records.len() {
+        if !s.header(i).is_some_and(|h| !h.is_sidechain) {
+            continue;
+        }
+        let h = s.header(i).unwrap();
+        for b in &h.blocks {
+            if b.kind == "tool_use" {
+                uses.insert(b.id.clone().unwrap());
+            }
+            if b.kind == "tool_result" {
+                results.insert(b.tool_use_id.clone().unwrap());
+            }
+        }
+    }
+    assert!(!uses.is_empty());
+    assert_eq!(uses, results, "tool_use ids vs tool_result ids");
+    let _ = o.records[first].value();
+    summary
+}
+
+fn keep_last_steps(input: &Path, n: usize) -> (Vec<u8>, Vec<u8>) {
+    let orig = std::fs::read(input).unwrap();
+    let (out, _) = cchist(
+        &["summarize-range", "--keep-last-steps", &n.to_string()],
+        input,
+    );
+    let steps = step_uuids(&orig);
+    let kept = &steps[steps.len() - n..];
+    let summary = check_shape(&out, &orig, kept);
+    let d = summary["message"]["content"].as_str().unwrap();
+    assert!(d.starts_with("Summary of steps 1–"), "digest title");
+    (orig, out)
+}
+
+fn fit(input: &Path, budget_tokens: u64) -> (Vec<u8>, Vec<u8>, String) {
+    let orig = std::fs::read(input).unwrap();
+    let (out, err) = cchist(
+        &["summarize-range", "--fit", &budget_tokens.to_string()],
+        input,
+    );
+    let before = budget::resume_tokens(&mut session(&orig));
+    let after = budget::resume_tokens(&mut session(&out));
+    assert!(before > budget_tokens, "the session must not fit already");
+    assert!(after <= budget_tokens, "{after} > {budget_tokens}");
+    assert!(
+        err.contains(&format!(
+            "~{before} tokens before, ~{after} after (budget {budget_tokens}"
+        )),
+        "{err}"
+    );
+    let mut sum = session(&out);
+    let summary = (0..sum.records.len())
+        .find_map(|i| {
+            sum.records[i]
+                .value()
+                .ok()
+                .and_then(|v| v.get("cchistSummary").cloned())
+        })
+        .expect("a summary");
+    let steps = summary["steps"].as_str().unwrap().to_string();
+    let last: usize = steps.split("..").last().unwrap().parse().unwrap();
+    let all = step_uuids(&orig);
+    check_shape(&out, &orig, &all[last..]);
+    (orig, out, steps)
+}
+
+#[test]
+fn keep_last_10_steps_of_the_fixture() {
+    keep_last_steps(&fixture(), 10);
+}
+
+#[test]
+fn fit_the_fixture_into_half_its_estimate() {
+    let input = fixture();
+    let before = budget::resume_tokens(&mut session(&std::fs::read(&input).unwrap()));
+    fit(&input, before / 2);
+}
+
+#[test]
+fn keep_last_10_steps_of_the_corpus_session() {
+    let Some(input) = corpus_session() else {
+        return;
+    };
+    keep_last_steps(&input, 10);
+}
+
+#[test]
+fn fit_the_corpus_session_into_20000_tokens() {
+    let Some(input) = corpus_session() else {
+        return;
+    };
+    fit(&input, 20_000);
+}
+
+/// The resumed conversation: first prompt, summary, then exactly the kept steps' tool calls,
+/// each answered; the removed ones absent.
+fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let path = tmp.path().join(name);
+    std::fs::write(&path, out).unwrap();
+    let Some(probe) = resume(&path) else { return };
+    let m = probe.expect_ok(name);
+    let steps = step_uuids(orig);
+    let kept: HashSet<&str> = steps[kept_from_step..]
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let gone: HashSet<&str> = steps[..kept_from_step]
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let (kept_ids, gone_ids) = (tool_use_ids(orig, &kept), tool_use_ids(orig, &gone));
+    let mut sent_uses = Vec::new();
+    let mut sent_results = HashSet::new();
+    for msg in m {
+        for b in msg["content"].as_array().into_iter().flatten() {
+            match b["type"].as_str() {
+                Some("tool_use") => sent_uses.push(b["id"].as_str().unwrap().to_owned()),
+                Some("tool_result") => {
+                    sent_results.insert(b["tool_use_id"].as_str().unwrap().to_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(
+        sent_uses, kept_ids,
+        "exactly the kept steps' tool calls, in order"
+    );
+    for id in &sent_uses {
+        assert!(sent_results.contains(id), "{id} unanswered");
+    }
+    for id in &gone_ids {
+        assert!(
+            !sent_results.contains(id),
+            "{id} of a summarized step was sent"
+        );
+    }
+    let text = serde_json::to_string(m).unwrap();
+    assert!(text.contains("replaced by cchist"), "the summary is sent");
+    // The first prompt is sent (its first line, as the CLI may join texts).
+    let mut o = session(orig);
+    let first = o.turns()[0].prompt;
+    let prompt = cchist::transcript::turns::message_text(o.records[first].value().unwrap());
+    let needle: String = prompt
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(40)
+        .collect();
+    assert!(
+        !occurrences(m, &needle).is_empty(),
+        "the first prompt is not in the resumed conversation"
+    );
+    // The estimate against what the CLI really sent: the conversation's JSON bytes / 4.
+    let sent = serde_json::to_string(m).unwrap().len() as u64 / 4;
+    let estimate = budget::resume_tokens(&mut session(out));
+    eprintln!("{name}: estimate {estimate} tokens, sent messages {sent} tokens (bytes/4)");
+    // Measured (2.1.328): within 10 % on the fixture (attachments counted by their rendered
+    // text); on the older corpus session the CLI adds 3–4K tokens of its own reminders and the
+    // probe prompt on resume.
+    assert!(
+        sent <= estimate + estimate / 4 + 5_000 && estimate <= sent + sent / 10,
+        "estimate {estimate} vs sent {sent}"
+    );
+}
+
+#[test]
+fn resume_keep_last_10_steps() {
+    let (orig, out) = keep_last_steps(&fixture(), 10);
+    let n = step_uuids(&orig).len();
+    check_resume(&orig, &out, "agentic_long.jsonl", n - 10);
+}
+
+#[test]
+fn resume_fit() {
+    let input = fixture();
+    let before = budget::resume_tokens(&mut session(&std::fs::read(&input).unwrap()));
+    let (orig, out, steps) = fit(&input, before / 2);
+    let last: usize = steps.split("..").last().unwrap().parse().unwrap();
+    check_resume(&orig, &out, "agentic_long.jsonl", last);
+}
+
+#[test]
+fn resume_corpus_keep_last_10_steps_and_fit_20000() {
+    let Some(input) = corpus_session() else {
+        return;
+    };
+    let name = input.file_name().unwrap().to_string_lossy().into_owned();
+    let (orig, out) = keep_last_steps(&input, 10);
+    let n = step_uuids(&orig).len();
+    check_resume(&orig, &out, &name, n - 10);
+    let (orig, out, steps) = fit(&input, 20_000);
+    let last: usize = steps.split("..").last().unwrap().parse().unwrap();
+    check_resume(&orig, &out, &name, last);
+}
+
+/// Writes the fixture: the real CLI against a scripted mock (`cargo test --test steps_resume
+/// -- --ignored generate`).
+#[test]
+#[ignore]
+fn generate_agentic_fixture() {
+    let bash = |c: &str| Block::tool("Bash", json!({"command": c, "description": "step"}));
+    let mut first = Vec::new();
+    for n in 1..=45 {
+        let mut turn = vec![Block::text(&format!("Working on part {n}."))];
+        turn.push(bash(&format!("echo part-{n} && seq 1 {}", 20 + n * 3)));
+        if n % 5 == 0 {
+            // Parallel calls: one assistant message, two tool_use pieces.
+            turn.push(bash(&format!("echo check-{n}")));
+        }
+        first.push(turn);
+    }
+    first.push(vec![Block::text("All 45 parts are done.")]);
+    let mut second = Vec::new();
+    for n in 1..=9 {
+        second.push(vec![bash(&format!("echo verify-{n} && seq 1 30"))]);
+    }
+    second.push(vec![Block::text("Verified.")]);
+    let scenario = Scenario {
+        name: "agentic_long".into(),
+        files: vec![("README.md".into(), "agentic fixture\n".into())],
+        prompts: vec![
+            Prompt {
+                prompt: "Build the 45 parts, one command each.".into(),
+                turns: first,
+            },
+            Prompt {
+                prompt: "Now verify them.".into(),
+                turns: second,
+            },
+        ],
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(p) = generate(&scenario, tmp.path()) else {
+        panic!("the real CLI is needed to generate the fixture");
+    };
+    std::fs::copy(p, fixture()).unwrap();
+}
+
+fn cchist_status(args: &[&str], input: &Path) -> (i32, Vec<u8>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
+        .args(args)
+        .arg(input)
+        .output()
+        .expect("run cchist");
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--steps A..B` across the two turns, `--from/--to` snapping to steps, and the same range
+/// from a pipeline file give the same session; bad ranges are errors (exit 2).
+#[test]
+fn step_range_flags_and_pipeline_file_agree() {
+    let input = fixture();
+    let orig = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&orig);
+    let n = steps.len();
+    let (a, b) = (40, n - 3); // crosses from turn 1 into turn 2
+    let (by_steps, _) = cchist(
+        &[
+            "summarize-range",
+            "--steps",
+            &format!("{a}..{b}"),
+            "--text",
+            "S",
+        ],
+        &input,
+    );
+    check_shape(&by_steps, &orig, &steps[b..]);
+    // The removed records are exactly steps a..=b plus turn 2's prompt between them.
+    let mut out_s = session(&by_steps);
+    let sum = (0..out_s.records.len())
+        .find_map(|i| {
+            out_s.records[i]
+                .value()
+                .ok()
+                .and_then(|v| v.get("cchistSummary").cloned())
+        })
+        .unwrap();
+    assert_eq!(sum["steps"], format!("{a}..{b}"));
+    assert_eq!(sum["turns"], "1..2");
+    let removed: HashSet<&str> = sum["removedUuids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u.as_str().unwrap())
+        .collect();
+    let mut o = session(&orig);
+    let turns = o.turns();
+    let prompt2 = o.header(turns[1].prompt).unwrap().uuid.clone().unwrap();
+    let mut expected: HashSet<&str> = steps[a - 1..b]
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    expected.insert(&prompt2);
+    let _ = o.records[0].value();
+    // Turn 2's head may hold more than its prompt (attachments): all of it goes.
+    assert!(expected.is_subset(&removed));
+    assert!(removed.iter().all(|u| expected.contains(u)
+        || o.by_uuid
+            .get(*u)
+            .is_some_and(|&i| turns[1].records.contains(&i))));
+
+    // --from a middle record of step a, --to a middle record of step b: the same range.
+    let (from, to) = (&steps[a - 1][1], &steps[b - 1][1]);
+    let (by_uuid, _) = cchist(
+        &["summarize-range", "--from", from, "--to", to, "--text", "S"],
+        &input,
+    );
+    let strip = |d: &[u8]| -> Vec<Value> {
+        d.split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let mut v: Value = serde_json::from_slice(l).unwrap();
+                // The summary's uuid is fresh each run; so are the references to it.
+                let t = v.to_string();
+                let sum_uuid = |d: &[u8]| {
+                    d.split(|&c| c == b'\n')
+                        .find(|l| l.windows(13).any(|w| w == b"cchistSummary"))
+                        .map(|l| serde_json::from_slice::<Value>(l).unwrap()["uuid"].clone())
+                        .unwrap()
+                };
+                v = serde_json::from_str(&t.replace(sum_uuid(d).as_str().unwrap(), "SUMMARY"))
+                    .unwrap();
+                v
+            })
+            .collect()
+    };
+    assert_eq!(strip(&by_uuid), strip(&by_steps));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let pipeline = tmp.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!("version = 1\n[[stage]]\ntype = \"summarize-range\"\nsteps = \"{a}..{b}\"\ntext = \"S\"\n"),
+    )
+    .unwrap();
+    let (by_file, _) = cchist(&["run", "--pipeline", pipeline.to_str().unwrap()], &input);
+    assert_eq!(strip(&by_file), strip(&by_steps));
+
+    let (code, _, err) = cchist_status(&["summarize-range", "--steps", "3..999"], &input);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "step 999 does not exist: the session has {n} steps"
+        )),
+        "{err}"
+    );
+    let (code, _, err) = cchist_status(&["summarize-range", "--steps", "0..3"], &input);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, _) = cchist_status(
+        &["summarize-range", "--fit", "100", "--keep-last-steps", "3"],
+        &input,
+    );
+    assert_eq!(code, 2);
+}

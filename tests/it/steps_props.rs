@@ -1,0 +1,158 @@
+//! Property: for random agentic sessions (prompts, assistant messages split in pieces,
+//! parallel tool calls, results written between the pieces) and random step ranges,
+//! `summarize-range --steps` leaves a session that validates, keeps every tool_use with its
+//! tool_result, and takes or keeps each step whole.
+
+use std::collections::HashSet;
+
+use cchist::error::Origin;
+use cchist::findings::validate::validate;
+use cchist::io::framing::lines;
+use cchist::stages::summarize::{SummarizeOptions, SummarizeRange};
+use cchist::stages::{Cx, Stage};
+use cchist::transcript::record::Record;
+use cchist::transcript::session::Session;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// One assistant message: how many tool calls, and whether its results are written between
+/// its pieces (2.1.x streaming) or after them.
+#[derive(Debug, Clone)]
+struct Msg {
+    tools: usize,
+    interleaved: bool,
+}
+
+fn session_text(turns: &[Vec<Msg>]) -> String {
+    let mut out = String::new();
+    let mut parent = Value::Null;
+    let mut n = 0;
+    let mut push = |out: &mut String, parent: &mut Value, mut v: Value| {
+        n += 1;
+        let uuid = format!("u{n}");
+        v["uuid"] = json!(uuid);
+        v["parentUuid"] = parent.clone();
+        v["sessionId"] = json!("s");
+        v["cwd"] = json!("/w");
+        v["isSidechain"] = json!(false);
+        v["timestamp"] = json!(format!("2026-01-01T00:00:{:02}.000Z", n % 60));
+        out.push_str(&v.to_string());
+        out.push('\n');
+        *parent = json!(uuid);
+    };
+    let mut tool = 0;
+    for (t, msgs) in turns.iter().enumerate() {
+        push(
+            &mut out,
+            &mut parent,
+            json!({"type":"user","message":{"role":"user","content":format!("prompt {t}")}}),
+        );
+        for (m, msg) in msgs.iter().enumerate() {
+            let mid = format!("msg_{t}_{m}");
+            let piece = |content: Value| json!({"type":"assistant","message":{"id":mid,"role":"assistant","content":[content]}});
+            push(
+                &mut out,
+                &mut parent,
+                piece(json!({"type":"text","text":format!("working {t}.{m}")})),
+            );
+            let mut pending = Vec::new();
+            for _ in 0..msg.tools {
+                tool += 1;
+                let id = format!("toolu_{tool}");
+                push(
+                    &mut out,
+                    &mut parent,
+                    piece(
+                        json!({"type":"tool_use","id":id,"name":"Bash","input":{"command":format!("echo {tool}")}}),
+                    ),
+                );
+                let result = json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":format!("{tool}")}]}});
+                if msg.interleaved {
+                    push(&mut out, &mut parent, result);
+                } else {
+                    pending.push(result);
+                }
+            }
+            for r in pending {
+                push(&mut out, &mut parent, r);
+            }
+        }
+    }
+    out
+}
+
+fn arb_turns() -> impl Strategy<Value = Vec<Vec<Msg>>> {
+    let msg =
+        (0usize..4, any::<bool>()).prop_map(|(tools, interleaved)| Msg { tools, interleaved });
+    prop::collection::vec(prop::collection::vec(msg, 0..6), 1..5)
+}
+
+fn uuid_steps(data: &[u8]) -> Vec<HashSet<String>> {
+    let s = Session::new(lines(data, 1).map(Record::from_line).collect());
+    let turns = s.turns();
+    s.steps(&turns)
+        .iter()
+        .map(|st| {
+            st.records
+                .iter()
+                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn step_ranges_validate_and_keep_pairs(turns in arb_turns(), a in 1usize..30, len in 0usize..30) {
+        let text = session_text(&turns);
+        let steps = uuid_steps(text.as_bytes());
+        prop_assume!(!steps.is_empty());
+        let a = 1 + (a - 1) % steps.len();
+        let b = (a + len).min(steps.len());
+        let stage = SummarizeRange::new(SummarizeOptions {
+            steps: Some(format!("{a}..{b}")),
+            text: Some("S".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        stage.session(&mut s, &mut Cx::new(Origin::stdin())).unwrap();
+        let mut out = Vec::new();
+        for r in &s.records {
+            r.write_to(&mut out);
+        }
+        let findings = validate(&out);
+        prop_assert!(findings.is_empty(), "{:?}", findings);
+        let s = Session::new(lines(&out, 1).map(Record::from_line).collect());
+        let kept: HashSet<String> = (0..s.records.len())
+            .filter_map(|i| s.header(i).and_then(|h| h.uuid.clone()))
+            .collect();
+        // Split assistant messages stay whole: all of a message's pieces are kept or none.
+        let orig = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let pieces = |s: &Session<'_>, mid: &str| {
+            (0..s.records.len())
+                .filter(|&i| s.header(i).is_some_and(|h| h.message_id.as_deref() == Some(mid)))
+                .count()
+        };
+        for i in 0..orig.records.len() {
+            if let Some(mid) = orig.header(i).and_then(|h| h.message_id.clone()) {
+                let k = pieces(&s, &mid);
+                prop_assert!(k == 0 || k == pieces(&orig, &mid), "message {} split", mid);
+            }
+        }
+        // Pairs stay together.
+        let uses: HashSet<&String> = s.tool_uses.keys().collect();
+        let results: HashSet<&String> = s.tool_results.keys().collect();
+        prop_assert_eq!(uses, results);
+        // Each step is wholly kept or wholly gone; the chosen steps are gone.
+        for (n, st) in steps.iter().enumerate() {
+            let k = st.iter().filter(|u| kept.contains(*u)).count();
+            prop_assert!(k == 0 || k == st.len(), "step {} split", n + 1);
+            if n + 1 >= a && n < b {
+                prop_assert_eq!(k, 0, "step {} kept", n + 1);
+            }
+        }
+    }
+}
