@@ -38,6 +38,10 @@ fn planted() -> Vec<String> {
         }
     }
     assert_eq!(out.len(), 4, "{out:?}");
+    // The scenario's AWS pair is AWS's documented example (`…EXAMPLE`, `…EXAMPLEKEY`): a
+    // look-alike that redaction keeps byte for byte (issue #14), not a planted secret.
+    out.retain(|v| !v.ends_with("EXAMPLE") && !v.ends_with("EXAMPLEKEY"));
+    assert_eq!(out.len(), 2, "{out:?}");
     out
 }
 
@@ -105,12 +109,7 @@ fn check_reports_without_values_and_exits_1() {
     assert_no_secret("check stdout", &out.stdout);
     assert_no_secret("check stderr", &out.stderr);
     let text = String::from_utf8_lossy(&out.stdout);
-    for rule in [
-        "aws-access-key-id",
-        "aws-secret-access-key",
-        "github-pat",
-        "anthropic-api-key",
-    ] {
+    for rule in ["github-pat", "anthropic-api-key"] {
         assert!(text.contains(rule), "{rule} missing from:\n{text}");
     }
     assert!(text.contains("$.toolUseResult.file.content"), "{text}");
@@ -133,7 +132,7 @@ fn dry_run_and_json_reports_hold_no_secret() {
     assert_no_secret("dry-run stdout", &out.stdout);
     assert_no_secret("dry-run stderr", &out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("redactions: 10"),
+        String::from_utf8_lossy(&out.stderr).contains("redactions: 6"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -141,7 +140,7 @@ fn dry_run_and_json_reports_hold_no_secret() {
     assert!(out.status.success());
     assert_no_secret("dry-run --json", &out.stdout);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["files"][0]["report"]["counters"]["redactions"], 10);
+    assert_eq!(v["files"][0]["report"]["counters"]["redactions"], 6);
 }
 
 #[test]
@@ -225,7 +224,7 @@ fn in_place_redacts_the_session_and_its_tool_results() {
     std::fs::copy(p01(), &session).unwrap();
     let tr = dir.path().join("s/tool-results");
     std::fs::create_dir_all(&tr).unwrap();
-    let key = planted()[2].clone();
+    let key = planted()[0].clone();
     std::fs::write(tr.join("b1.txt"), format!("line one\nGITHUB_TOKEN={key}\n")).unwrap();
     std::fs::write(tr.join("b2.txt"), "nothing here\n").unwrap();
 
@@ -263,7 +262,7 @@ fn pseudonyms_match_across_files_and_need_a_key() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.jsonl");
     let b = dir.path().join("b.jsonl");
-    let key = planted()[2].clone();
+    let key = planted()[0].clone();
     std::fs::write(
         &a,
         format!("{{\"type\":\"user\",\"message\":{{\"content\":\"use {key}\"}}}}\n"),
@@ -301,7 +300,7 @@ fn pseudonyms_match_across_files_and_need_a_key() {
 fn a_thinking_block_holding_a_secret_is_removed_whole() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("t.jsonl");
-    let key = planted()[2].clone();
+    let key = planted()[0].clone();
     let rec = serde_json::json!({"type":"assistant","uuid":"a1","parentUuid":null,"message":{"id":"m1","role":"assistant","content":[
         {"type":"thinking","thinking":format!("the user's token is {key}"),"signature":"c2lnbmF0dXJl"},
         {"type":"text","text":"Done."}]}});

@@ -23,7 +23,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::util::syntax;
 use regex_automata::Input;
 
-use super::checks::{placeholder, Check};
+use super::checks::{placeholder, Check, Ctx};
 use super::rules::{Confirm, Kw, Val};
 
 /// A compiled rule.
@@ -545,7 +545,8 @@ fn evaluate(rule: &Compiled, r: u32, text: &[u8], caps: &Captures) -> Option<Fou
         .name_group
         .and_then(|g| caps.get_group(g))
         .map(|n| &text[n.start..n.end]);
-    if !rule.checks.iter().all(|c| c.passes(secret, name)) {
+    let cx = Ctx::of(text, start, end, name);
+    if !rule.checks.iter().all(|c| c.passes(secret, &cx)) {
         return None;
     }
     Some(Found {
@@ -679,6 +680,8 @@ fn confirm(c: Confirm, t: &[u8], end: usize, raw: bool, field: bool) -> bool {
         Confirm::Assign(n, v) => assign(&mut a, n as usize, v, field, false),
         Confirm::AssignWord(n, v) => assign(&mut a, n as usize, v, field, true),
         Confirm::UserInfo => userinfo(&mut a),
+        Confirm::Flag(n) => flag(&mut a, n as usize),
+        Confirm::Prose(n) => prose(&mut a, n as usize),
         Confirm::AuthBasic => auth_basic(&mut a),
         Confirm::CurlUser => curl_user(&mut a),
         Confirm::JwtHeader => jwt_header(&mut a),
@@ -728,6 +731,48 @@ fn jwt_header(a: &mut After<'_>) -> bool {
         }
     }
     true
+}
+
+/// Up to `n` more flag-name bytes (`[A-Za-z0-9_-]`), then `=` or a blank.
+fn flag(a: &mut After<'_>, n: usize) -> bool {
+    let mut k = 0;
+    loop {
+        match a.next() {
+            Ch::Unknown => return true,
+            Ch::C(c) if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
+                k += 1;
+                if k > n {
+                    return false;
+                }
+            }
+            Ch::C(b'=' | b' ' | b'\t') => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// The keyword ends a word (an `s` may follow), and a digit follows within `n` characters
+/// on the same line.
+fn prose(a: &mut After<'_>, n: usize) -> bool {
+    let mut c = a.next();
+    if matches!(c, Ch::C(b's' | b'S')) {
+        c = a.next();
+    }
+    match c {
+        Ch::Unknown => return true,
+        Ch::C(x) if x.is_ascii_alphanumeric() || x == b'_' => return false,
+        Ch::End => return false,
+        Ch::C(_) => {}
+    }
+    for _ in 0..n {
+        match a.next() {
+            Ch::Unknown => return true,
+            Ch::End | Ch::C(b'\n') => return false,
+            Ch::C(x) if x.is_ascii_digit() => return true,
+            Ch::C(_) => {}
+        }
+    }
+    false
 }
 
 fn is_blank(c: u8) -> bool {
@@ -816,9 +861,9 @@ fn assign(a: &mut After<'_>, n: usize, val: Val, field: bool, word: bool) -> boo
         match c {
             Ch::Unknown => return true,
             Ch::End => return a.raw && field && a.key_with_string_value(),
-            Ch::C(x @ (b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"'))
-                if blanks < 3 =>
-            {
+            Ch::C(
+                x @ (b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"' | b']' | b'\\'),
+            ) if blanks < 4 => {
                 blanks += 1;
                 quotes += usize::from(x == b'"' || x == b'\'');
                 c = a.next();
@@ -862,12 +907,15 @@ fn value_at(a: &mut After<'_>, class: super::rules::Class, min: usize) -> bool {
 
 fn value_from(a: &mut After<'_>, mut c: Ch, class: super::rules::Class, min: usize) -> bool {
     let mut k = 0;
-    while k < 5
+    while k < 6
         && matches!(
             c,
-            Ch::C(b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"' | b'`')
+            Ch::C(b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"' | b'`' | b'\\')
         )
     {
+        if matches!(c, Ch::C(b'\'' | b'"' | b'`')) {
+            return true; // a quoted value may hold anything
+        }
         c = a.next();
         k += 1;
     }
