@@ -21,7 +21,7 @@
 //! 3. Secrets become `[REDACTED:<rule>]`; a string is searched again after its replacements
 //!    until nothing is found, so redacting twice changes nothing. Changed strings are
 //!    re-encoded as `JSON.stringify` writes them and spliced back: every other byte of the line
-//!    stays as it was. Object keys are never changed.
+//!    stays as it was. A secret used as an object key is replaced too (reports name it redacted).
 //! 4. A change inside a `thinking` / `redacted_thinking` block removes that block (its
 //!    signature would no longer verify); the record stays.
 //!

@@ -60,6 +60,9 @@ pub struct Redactor {
     key: Option<Vec<u8>>,
     fp_key: Vec<u8>,
     has_field_rules: bool,
+    /// Index of the `private-key` rule, when active: the rule that owns key-block lines split
+    /// over the strings of an array (`structuredPatch` lines).
+    pem_rule: Option<usize>,
 }
 
 fn keyed_hash(key: &[u8], data: &[u8]) -> String {
@@ -239,6 +242,7 @@ impl Redactor {
             keywords.push(r.keywords.iter().map(scan::KwSpec::from).collect());
         }
         let has_field_rules = compiled.iter().any(|c| c.field);
+        let pem_rule = compiled.iter().position(|c| c.id == "private-key");
         let engine = Engine::new(compiled, keywords);
 
         let allow_regexes = opts
@@ -300,6 +304,7 @@ impl Redactor {
                 .unwrap_or_else(|| DEFAULT_FINGERPRINT_KEY.to_vec()),
             key,
             has_field_rules,
+            pem_rule,
         })
     }
 
@@ -336,6 +341,7 @@ impl Redactor {
 
     fn line(&self, line: &[u8], full: bool) -> LineResult {
         let mut raw_hits = Vec::new();
+        let mut esc_pos = Vec::new();
         let mut escaped = false;
         if !full {
             self.engine.hits(line, true, &mut raw_hits);
@@ -344,20 +350,29 @@ impl Redactor {
             }
             // An escape that could hide a keyword: strings holding one are decoded and searched.
             escaped = raw_hits.iter().any(|h| h.rule == scan::ESCAPE);
+            st_escapes(&raw_hits, &mut esc_pos);
             raw_hits.retain(|h| h.rule != scan::ESCAPE);
             raw_hits.sort_unstable_by_key(|h| (h.pos, h.rule));
         }
+        // A key block may go on in later strings of its array (one patch line each): walk on.
+        let block = raw_hits
+            .iter()
+            .any(|h| self.engine.rules[h.rule as usize].trim);
         // Strings starting after the last occurrence hold none (unless an escape hides one).
-        let stop = if full || escaped {
+        let stop = if full || escaped || block {
             usize::MAX
         } else {
             raw_hits.last().map_or(0, |h| h.pos)
         };
         let mut st = LineState::default();
         let walked = json::walk_until(line, stop, |tok, frames| {
-            if !tok.is_key && st.ok {
-                self.string(line, tok, frames, &raw_hits, full, &mut st);
+            if !st.ok {
+                return;
             }
+            if !tok.is_key && self.pem_line(line, tok, frames, &mut st) {
+                return;
+            }
+            self.string(line, tok, frames, &raw_hits, &esc_pos, full, &mut st);
         });
         if walked.is_err() || !st.ok {
             let (new, found) = self.text(line, full);
@@ -391,12 +406,14 @@ impl Redactor {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn string(
         &self,
         line: &[u8],
         tok: &Tok,
         frames: &[Frame],
         raw_hits: &[Hit],
+        esc_pos: &[usize],
         full: bool,
         st: &mut LineState,
     ) {
@@ -408,7 +425,7 @@ impl Redactor {
         };
         let val_hits = in_range(s, e);
         let key = match frames.last() {
-            Some(Frame::Obj(Some(k))) if self.has_field_rules => Some(*k),
+            Some(Frame::Obj(Some(k))) if self.has_field_rules && !tok.is_key => Some(*k),
             _ => None,
         };
         let key_hits: Vec<Hit> = match key {
@@ -419,7 +436,13 @@ impl Redactor {
                 .collect(),
             _ => Vec::new(),
         };
-        let hidden = tok.flags & (esc::U | esc::SLASH) != 0;
+        // `\u00` / `:\/` inside the string, possibly itself escaped (`\\u0041` in
+        // stringified JSON): decode it and search what it hides.
+        let nested_escape = {
+            let lo = esc_pos.partition_point(|&p| p < s);
+            esc_pos.get(lo).is_some_and(|&p| p < e)
+        };
+        let hidden = tok.flags & (esc::U | esc::SLASH) != 0 || nested_escape;
         let key_hidden = key.is_some_and(|(_, _, kf)| kf & (esc::U | esc::SLASH) != 0);
         if !full && val_hits.is_empty() && key_hits.is_empty() && !hidden && !key_hidden {
             return;
@@ -445,6 +468,30 @@ impl Redactor {
         // run finds nothing.
         let mut cur = text;
         let mut path: Option<Vec<Seg>> = None;
+        let path_of = |st: &LineState| {
+            let mut p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
+            if tok.is_key {
+                // A key's own path: its object, then the key as it now reads.
+                p.push(Seg::Key(String::new()));
+            }
+            p
+        };
+        if memchr::memmem::find(&cur, b"\\u00").is_some()
+            || memchr::memmem::find(&cur, b":\\/").is_some()
+        {
+            let (new, found) = self.nested(&cur, full);
+            if let Some(new) = new {
+                let p = path.get_or_insert_with(|| path_of(st));
+                if self.allow_paths.iter().any(|g| g.allows(p)) {
+                    return;
+                }
+                for mut f in found {
+                    f.path = Some(p.clone());
+                    st.findings.push(f);
+                }
+                cur = std::borrow::Cow::Owned(new);
+            }
+        }
         for round in 0..MAX_ROUNDS {
             let mut found = Vec::new();
             if full {
@@ -472,7 +519,7 @@ impl Redactor {
             if found.is_empty() {
                 break;
             }
-            let p = path.get_or_insert_with(|| json::path_of(line, frames));
+            let p = path.get_or_insert_with(|| path_of(st));
             if round == 0 && self.allow_paths.iter().any(|g| g.allows(p)) {
                 return;
             }
@@ -487,7 +534,24 @@ impl Redactor {
             }
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
-        let Some(path) = path else { return };
+        let Some(mut path) = path else { return };
+        if tok.is_key {
+            // Later paths through this object name the key as redacted.
+            let k = String::from_utf8_lossy(&cur).into_owned();
+            st.keys.insert(s, k.clone());
+            if let Some(Seg::Key(last)) = path.last_mut() {
+                *last = k.clone();
+            }
+            let n = st.findings.len();
+            for f in st.findings[..n].iter_mut().rev() {
+                match &mut f.path {
+                    Some(fp) if fp.last() == Some(&Seg::Key(String::new())) => {
+                        *fp.last_mut().expect("non-empty") = Seg::Key(k.clone())
+                    }
+                    _ => break,
+                }
+            }
+        }
         for (i, seg) in path.iter().enumerate() {
             if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
                 st.blocks.push(path[..i + 2].to_vec());
@@ -552,6 +616,130 @@ impl Redactor {
                 });
             }
         }
+    }
+
+    /// A decoded string that still holds escapes (`\u0041`, `\/`): stringified JSON is redacted
+    /// as a JSON line of its own (its other bytes kept); other text is unescaped once and
+    /// redacted as text. The new string and the findings, when something was found.
+    fn nested(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
+        let t = text.trim_ascii_start();
+        if matches!(t.first(), Some(b'{' | b'[')) && json::walk(text, |_, _| {}).is_ok() {
+            let res = self.line(text, full);
+            if res.line.is_some() {
+                return (res.line, res.findings);
+            }
+            if !res.findings.is_empty() {
+                return (None, Vec::new());
+            }
+        }
+        let mut un = Vec::with_capacity(text.len());
+        let mut i = 0;
+        while i < text.len() {
+            let c = text[i];
+            if c == b'\\' {
+                let hex = text.get(i + 2..i + 6).and_then(|h| {
+                    std::str::from_utf8(h).ok().and_then(|h| {
+                        u8::from_str_radix(h, 16)
+                            .ok()
+                            .filter(|_| h.starts_with("00"))
+                    })
+                });
+                match (text.get(i + 1), hex) {
+                    (Some(b'u'), Some(b)) if b.is_ascii_graphic() => {
+                        un.push(b);
+                        i += 6;
+                        continue;
+                    }
+                    (Some(b'/'), _) => {
+                        un.push(b'/');
+                        i += 2;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            un.push(c);
+            i += 1;
+        }
+        if un.len() == text.len() {
+            return (None, Vec::new());
+        }
+        match self.text(&un, full) {
+            (Some(new), found) => (Some(new), found),
+            (None, _) => (None, Vec::new()),
+        }
+    }
+
+    /// A string of an array that carries a private-key block one line per string (the
+    /// `lines` of an Edit's `structuredPatch`, each prefixed by `+`, `-` or a space). Opens
+    /// the block at its BEGIN line; replaces each body line's base64 while it is open.
+    /// True when the string was handled here.
+    fn pem_line(&self, line: &[u8], tok: &Tok, frames: &[Frame], st: &mut LineState) -> bool {
+        let Some(rule) = self.pem_rule else {
+            return false;
+        };
+        let in_array = matches!(frames.last(), Some(Frame::Arr(_)));
+        let raw = &line[tok.start..tok.end];
+        let has = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
+        if st.pem.is_some_and(|d| d != frames.len() || !in_array) {
+            st.pem = None;
+        }
+        if st.pem.is_none() {
+            if in_array && has(b"-----BEGIN ") && has(b"PRIVATE KEY") && !has(b"-----END ") {
+                st.pem = Some(frames.len());
+                st.pem_reported = false;
+            }
+            return false;
+        }
+        if has(b"-----END ") || has(b"-----BEGIN ") {
+            st.pem = None;
+            return false;
+        }
+        let body = match raw.first() {
+            Some(b'+' | b'-' | b' ') => &raw[1..],
+            _ => raw,
+        };
+        let body = body.trim_ascii();
+        let is_b64 = body.len() >= 8
+            && body
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+        if !is_b64 {
+            return false;
+        }
+        let p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
+        if self.allow_paths.iter().any(|g| g.allows(&p)) {
+            return true;
+        }
+        // `body` is a sub-slice of `raw` (base64 needs no escapes): its offset in the line.
+        let start = tok.start + (body.as_ptr() as usize - raw.as_ptr() as usize);
+        let end = start + body.len();
+        if !st.pem_reported {
+            st.pem_reported = true;
+            st.findings.push(LineFinding {
+                rule,
+                path: Some(p.clone()),
+                offset: start - tok.start,
+                len: body.len(),
+                fingerprint: self.fingerprint(body),
+            });
+        }
+        let mut enc = Vec::new();
+        let found = [Found {
+            rule: rule as u32,
+            start: 0,
+            end: body.len(),
+            mstart: 0,
+            mend: body.len(),
+        }];
+        enc.extend_from_slice(&self.replace(body, &found));
+        st.edits.push((start, end, enc));
+        for (i, seg) in p.iter().enumerate() {
+            if seg == &Seg::Key("content".into()) && matches!(p.get(i + 1), Some(Seg::Idx(_))) {
+                st.blocks.push(p[..i + 2].to_vec());
+            }
+        }
+        true
     }
 
     /// Allowlist, placeholders already there, overlaps.
@@ -648,6 +836,16 @@ impl Redactor {
     }
 }
 
+/// Offsets of the escape hits among `hits`, sorted.
+fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
+    out.extend(
+        hits.iter()
+            .filter(|h| h.rule == scan::ESCAPE)
+            .map(|h| h.pos),
+    );
+    out.sort_unstable();
+}
+
 /// Rounds of search-and-replace on one string before giving up on a fixpoint.
 const MAX_ROUNDS: usize = 8;
 
@@ -662,6 +860,12 @@ fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]>> {
 
 struct LineState {
     edits: Vec<(usize, usize, Vec<u8>)>,
+    /// Object keys that were redacted: start offset → the key as it now reads.
+    keys: std::collections::HashMap<usize, String>,
+    /// Depth of the array whose strings carry an open private-key block, one line each.
+    pem: Option<usize>,
+    /// The open block has been reported.
+    pem_reported: bool,
     findings: Vec<LineFinding>,
     blocks: Vec<Vec<Seg>>,
     /// False once a string could not be decoded: the line is then redacted as text.
@@ -672,6 +876,9 @@ impl Default for LineState {
     fn default() -> Self {
         LineState {
             edits: Vec::new(),
+            keys: Default::default(),
+            pem: None,
+            pem_reported: false,
             findings: Vec::new(),
             blocks: Vec::new(),
             ok: true,

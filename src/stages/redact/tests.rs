@@ -1068,3 +1068,61 @@ fn config_selects_rules_custom_rules_and_allowlists() {
     }
     assert!(toml::from_str::<RedactOptions>("rulez = {}").is_err());
 }
+
+#[test]
+fn secrets_as_object_keys_are_redacted_and_paths_show_them_redacted() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let t = ["ghp_", "0123456789abcdefghij", "ABCDEFGHIJ012345"].concat();
+    let line = format!(r#"{{"m":{{"{t}":{{"x":"{t}"}},"k":1}}}}"#);
+    let res = r.redact_line(line.as_bytes());
+    let out = String::from_utf8(res.line.unwrap()).unwrap();
+    assert_eq!(
+        out,
+        r#"{"m":{"[REDACTED:github-pat]":{"x":"[REDACTED:github-pat]"},"k":1}}"#
+    );
+    let paths: Vec<String> = res
+        .findings
+        .iter()
+        .map(|f| json::render(f.path.as_ref().unwrap()))
+        .collect();
+    assert_eq!(
+        paths,
+        vec![
+            r#"$.m["[REDACTED:github-pat]"]"#,
+            r#"$.m["[REDACTED:github-pat]"].x"#
+        ]
+    );
+    assert!(paths.iter().all(|p| !p.contains(&t)));
+}
+
+#[test]
+fn stringified_json_with_escaped_escapes_is_searched() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(11);
+    let tail = g.s(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+    // The outer string decodes to {"k":"\u0041KIA…"}: the key id is hidden twice.
+    let line = format!(r#"{{"a":"{{\"k\":\"\\u0041KIA{tail}\"}}"}}"#);
+    let res = r.redact_line(line.as_bytes());
+    let out = String::from_utf8(res.line.unwrap()).unwrap();
+    assert_eq!(out, r#"{"a":"{\"k\":\"[REDACTED:aws-access-key-id]\"}"}"#);
+    assert!(r.redact_line(out.as_bytes()).line.is_none());
+}
+
+#[test]
+fn key_blocks_split_over_patch_lines_are_redacted() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(12);
+    let (b1, b2) = (g.s(64, B64), g.s(40, B64));
+    let line = line_of(
+        serde_json::json!({"toolUseResult": {"structuredPatch": [{"lines": [
+        " context", "+-----BEGIN RSA PRIVATE KEY-----", format!("+{b1}"), format!("+{b2}"),
+        "+-----END RSA PRIVATE KEY-----", " after"]}]}}),
+    );
+    let res = r.redact_line(&line);
+    let out: serde_json::Value = serde_json::from_slice(&res.line.unwrap()).unwrap();
+    let lines = &out["toolUseResult"]["structuredPatch"][0]["lines"];
+    assert_eq!(lines[2], "+[REDACTED:private-key]");
+    assert_eq!(lines[3], "+[REDACTED:private-key]");
+    assert_eq!(lines[5], " after");
+    assert_eq!(res.findings.len(), 1);
+}
