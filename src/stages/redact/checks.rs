@@ -56,6 +56,8 @@ pub struct Ctx<'a> {
     pub line_end: bool,
     /// The byte right after the secret.
     pub next: Option<u8>,
+    /// The quoted secret is followed by `:`: it is a JSON key, not a value.
+    pub key_like: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -81,7 +83,13 @@ impl<'a> Ctx<'a> {
             || rest.starts_with(b"\\n")
             || rest.starts_with(b"\\r")
             || (e > end && rest.starts_with(b"//"));
+        let mut k = q + 1;
+        while k < text.len() && matches!(text[k], b' ' | b'\t') {
+            k += 1;
+        }
+        let key_like = quoted && text.get(k) == Some(&b':');
         Ctx {
+            key_like,
             name,
             quoted,
             line_end,
@@ -348,6 +356,9 @@ fn assign_value(s: &[u8], cx: &Ctx<'_>) -> bool {
         return false;
     }
     let pw = cx.name.is_some_and(password_name);
+    if cx.key_like {
+        return false;
+    }
     if !cx.quoted && matches!(cx.next, Some(b'(' | b'[' | b'{')) {
         return false; // a call, an index, a block: code, not a literal
     }
@@ -430,7 +441,12 @@ fn prose_value(s: &[u8], pw: bool) -> bool {
     // A file name (`config.yaml`, `id_ed25519.pub`): a dot and a short extension.
     if let Some(d) = s.iter().rposition(|&c| c == b'.') {
         let ext = &s[d + 1..];
-        if (1..=4).contains(&ext.len()) && ext.iter().all(u8::is_ascii_alphabetic) {
+        const EXTS: &[&[u8]] = &[
+            b"yaml", b"yml", b"json", b"toml", b"txt", b"pub", b"pem", b"key", b"env", b"py",
+            b"js", b"ts", b"rs", b"go", b"md", b"sh", b"cfg", b"ini", b"conf", b"log", b"csv",
+            b"xml", b"html", b"lock", b"sql", b"crt", b"der", b"zip", b"gz", b"tar", b"rb",
+        ];
+        if EXTS.contains(&ext.to_ascii_lowercase().as_slice()) {
             return false;
         }
     }

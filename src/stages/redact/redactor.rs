@@ -476,9 +476,11 @@ impl Redactor {
             }
             p
         };
-        if memchr::memmem::find(&cur, b"\\u00").is_some()
-            || memchr::memmem::find(&cur, b":\\/").is_some()
-        {
+        if memchr::memchr(b'\\', &cur).is_some_and(|_| {
+            [&b"\\u00"[..], b":\\/", b"\\n", b"\\\"", b"\\t", b"\\r"]
+                .iter()
+                .any(|n| memchr::memmem::find(&cur, n).is_some())
+        }) {
             let (new, found) = self.nested(&cur, full);
             if let Some(new) = new {
                 let p = path.get_or_insert_with(|| path_of(st));
@@ -624,50 +626,83 @@ impl Redactor {
     fn nested(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         let t = text.trim_ascii_start();
         if matches!(t.first(), Some(b'{' | b'[')) && json::walk(text, |_, _| {}).is_ok() {
+            // Its strings are decoded and searched one by one: nothing else to unescape.
             let res = self.line(text, full);
-            if res.line.is_some() {
-                return (res.line, res.findings);
-            }
-            if !res.findings.is_empty() {
-                return (None, Vec::new());
-            }
+            return match res.line {
+                Some(l) => (Some(l), res.findings),
+                None => (None, Vec::new()),
+            };
         }
+        // Other text: read its escapes once more (`\n`, `\"`, `\u0041`, `\/`), search that,
+        // and replace the secrets found at the same places in the text as it is.
         let mut un = Vec::with_capacity(text.len());
+        let mut map = Vec::with_capacity(text.len() + 1);
         let mut i = 0;
         while i < text.len() {
             let c = text[i];
             if c == b'\\' {
                 let hex = text.get(i + 2..i + 6).and_then(|h| {
-                    std::str::from_utf8(h).ok().and_then(|h| {
-                        u8::from_str_radix(h, 16)
-                            .ok()
-                            .filter(|_| h.starts_with("00"))
-                    })
+                    std::str::from_utf8(h)
+                        .ok()
+                        .filter(|h| h.starts_with("00"))
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
                 });
-                match (text.get(i + 1), hex) {
-                    (Some(b'u'), Some(b)) if b.is_ascii_graphic() => {
-                        un.push(b);
-                        i += 6;
-                        continue;
-                    }
-                    (Some(b'/'), _) => {
-                        un.push(b'/');
-                        i += 2;
-                        continue;
-                    }
-                    _ => {}
-                }
+                let (b, n) = match (text.get(i + 1), hex) {
+                    (Some(b'u'), Some(b)) if b.is_ascii_graphic() => (b, 6),
+                    (Some(b'/'), _) => (b'/', 2),
+                    (Some(b'"'), _) => (b'"', 2),
+                    (Some(b'\\'), _) => (b'\\', 2),
+                    (Some(b'n'), _) => (b'\n', 2),
+                    (Some(b'r'), _) => (b'\r', 2),
+                    (Some(b't'), _) => (b'\t', 2),
+                    _ => (c, 1),
+                };
+                un.push(b);
+                map.push(i);
+                i += n;
+                continue;
             }
             un.push(c);
+            map.push(i);
             i += 1;
         }
+        map.push(text.len());
         if un.len() == text.len() {
             return (None, Vec::new());
         }
-        match self.text(&un, full) {
-            (Some(new), found) => (Some(new), found),
-            (None, _) => (None, Vec::new()),
+        let mut found = Vec::new();
+        if full {
+            self.engine.find_all(&un, false, &mut found);
+        } else {
+            let mut hits = Vec::new();
+            self.engine.hits(&un, false, &mut hits);
+            self.engine.find(&un, &mut hits, &mut found);
         }
+        self.finish(&un, &mut found);
+        if found.is_empty() {
+            return (None, Vec::new());
+        }
+        let findings = found
+            .iter()
+            .map(|f| LineFinding {
+                rule: f.rule as usize,
+                path: None,
+                offset: map[f.start],
+                len: map[f.end] - map[f.start],
+                fingerprint: self.fingerprint(&un[f.start..f.end]),
+            })
+            .collect();
+        let mapped: Vec<Found> = found
+            .iter()
+            .map(|f| Found {
+                rule: f.rule,
+                start: map[f.start],
+                end: map[f.end],
+                mstart: map[f.mstart],
+                mend: map[f.mend],
+            })
+            .collect();
+        (Some(self.replace(text, &mapped)), findings)
     }
 
     /// A string of an array that carries a private-key block one line per string (the
