@@ -367,3 +367,41 @@ fn shipped_scrub_pipeline_runs_and_removes_the_secrets() {
     );
     assert_no_secret("builtin scrub output", &out.stdout);
 }
+
+/// Without CCHIST_REDACT_KEY, fingerprints are keyed by a random per-machine key kept 0600
+/// under the config folder (never a public key), or left out when there is none.
+#[test]
+fn fingerprints_use_a_private_per_machine_key() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let t = ["ghp_", "0123456789abcdefghij", "ABCDEFGHIJ012345"].concat();
+    std::fs::write(
+        &file,
+        format!("{{\"type\":\"user\",\"message\":{{\"content\":\"use {t}\"}}}}\n"),
+    )
+    .unwrap();
+    let check = |xdg: &Path| {
+        let out = cchist()
+            .env("XDG_CONFIG_HOME", xdg)
+            .args(["check", "--format", "json", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["files"][0]["findings"][0]["fingerprint"].clone()
+    };
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let fa = check(&a);
+    assert_eq!(check(&a), fa, "stable on one machine");
+    assert_ne!(
+        check(&b),
+        fa,
+        "another machine's key gives other fingerprints"
+    );
+    let key = a.join("cchist/redact.key");
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // A key file others can read is not used: no fingerprint rather than a guessable one.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(check(&a), Value::Null);
+}

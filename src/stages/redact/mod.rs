@@ -29,9 +29,11 @@
 //! file ([`redact_text_file`]).
 //!
 //! Findings carry the rule, line, JSON path and a fingerprint: the first 8 hex digits of
-//! HMAC-SHA256 of the secret, keyed by `CCHIST_REDACT_KEY` (or `key_file`), else by a fixed
-//! public key, which still identifies equal secrets but can be brute-forced for weak ones. With
-//! `pseudonymize`, the same keyed hash is the pseudonym. No report ever holds a secret.
+//! HMAC-SHA256 of the secret, keyed by `CCHIST_REDACT_KEY` (or `key_file`), else by a random
+//! per-machine key kept 0600 in `$XDG_CONFIG_HOME/cchist/redact.key` (created on first use;
+//! without it, no fingerprint): never by a public key, which would let anyone confirm a guessed
+//! weak password offline. With `pseudonymize`, the keyed hash is the pseudonym. No report ever
+//! holds a secret.
 
 pub mod checks;
 pub mod json;
@@ -165,8 +167,36 @@ pub const DEF: StageDef = StageDef {
 };
 
 fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
-    let opts: RedactOptions = crate::stages::options(table)?;
+    // A type error quotes the value it got (`invalid type: string "…"`): the value may be a
+    // secret (an `allow.values` entry), so quoted text is cut from the message.
+    let opts: RedactOptions = crate::stages::options(table).map_err(|mut e| {
+        e.message = unquote(&e.message);
+        e
+    })?;
     Ok(Box::new(Redact::new(Redactor::new(&opts)?, false)))
+}
+
+/// `msg` with every double-quoted part replaced by `"…"`.
+fn unquote(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut inside = false;
+    let mut chars = msg.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                if !inside {
+                    out.push_str("\"…\"");
+                }
+                inside = !inside;
+            }
+            '\\' if inside => {
+                chars.next();
+            }
+            _ if inside => {}
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 impl Stage for Redact {
@@ -191,7 +221,7 @@ impl Stage for Redact {
                 line: rec.line,
                 uuid: uuid.clone(),
                 path: f.path.as_deref().map(json::render),
-                fingerprint: Some(f.fingerprint.clone()),
+                fingerprint: (!f.fingerprint.is_empty()).then(|| f.fingerprint.clone()),
                 message: self.redactor.rule_title(f.rule).to_string(),
             });
             cx.count(&format!("redact/{id}"), 1);
@@ -224,7 +254,7 @@ impl Stage for Redact {
                 line: 1 + memchr::memchr_iter(b'\n', &text[..upto]).count(),
                 uuid: None,
                 path: None,
-                fingerprint: Some(f.fingerprint.clone()),
+                fingerprint: (!f.fingerprint.is_empty()).then(|| f.fingerprint.clone()),
                 message: self.redactor.rule_title(f.rule).to_string(),
             });
             cx.count(&format!("redact/{id}"), 1);

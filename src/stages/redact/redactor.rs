@@ -12,8 +12,58 @@ use super::{checks, rules, RedactOptions, KEY_ENV};
 use crate::error::OptionError;
 use crate::transcript::record::Record;
 
-const DEFAULT_FINGERPRINT_KEY: &[u8] =
-    b"cchist fingerprint v1 (set CCHIST_REDACT_KEY for an unguessable one)";
+/// Where the per-machine fingerprint key lives, under the user's config folder.
+const MACHINE_KEY_FILE: &str = "cchist/redact.key";
+
+/// The per-machine fingerprint key: read from `$XDG_CONFIG_HOME/cchist/redact.key` (or
+/// `~/.config/…`), created there with 32 random bytes and mode 0600 when absent. None when
+/// there is no config folder, it cannot be written, or the file is readable by others: a
+/// fingerprint keyed by a known key would let anyone confirm a guessed weak password.
+pub fn machine_key() -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::Path::new(&h).join(".config"))
+        })?;
+    let path = base.join(MACHINE_KEY_FILE);
+    let read = |p: &std::path::Path| -> Option<Vec<u8>> {
+        let meta = std::fs::symlink_metadata(p).ok()?;
+        if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+            return None;
+        }
+        let k = std::fs::read(p).ok()?.trim_ascii().to_vec();
+        (k.len() >= 32).then_some(k)
+    };
+    if path.exists() {
+        return read(&path);
+    }
+    let dir = path.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .ok()?;
+    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    // Written aside, then linked into place: a concurrent run either wins or reads ours.
+    let tmp = dir.join(format!(".redact.key.{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()));
+    let linked = written.and_then(|_| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Some(hex.into_bytes()),
+        Err(_) => read(&path),
+    }
+}
 
 #[derive(Debug)]
 enum Part {
@@ -58,7 +108,9 @@ pub struct Redactor {
     template: Vec<Part>,
     placeholder_re: Regex,
     key: Option<Vec<u8>>,
-    fp_key: Vec<u8>,
+    /// The fingerprint key: the configured key, else the per-machine key (loaded on the
+    /// first fingerprint), else none (findings then carry no fingerprint).
+    fp_key: std::sync::OnceLock<Option<Vec<u8>>>,
     has_field_rules: bool,
     /// Index of the `private-key` rule, when active: the rule that owns key-block lines split
     /// over the strings of an array (`structuredPatch` lines).
@@ -183,10 +235,15 @@ impl Redactor {
                     ),
                 ));
             }
-            if let Some(k) = c.keywords.iter().find(|k| !valid_keyword(k)) {
-                return Err(OptionError::key("custom", format!("rule `{}`: keyword {k:?} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
-                    c.id
-                )));
+            if let Some(i) = c.keywords.iter().position(|k| !valid_keyword(k)) {
+                return Err(OptionError::key(
+                    "custom",
+                    format!(
+                        "rule `{}`: keyword #{} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
+                        c.id,
+                        i + 1
+                    ),
+                ));
             }
             let checks = c.entropy.map(checks::Check::Entropy).into_iter().collect();
             let title = if c.description.is_empty() {
@@ -249,9 +306,21 @@ impl Redactor {
             .allow
             .regexes
             .iter()
-            .map(|r| {
-                Regex::new(r)
-                    .map_err(|e| OptionError::key("allow", format!("bad regex {r:?}: {e}")))
+            .enumerate()
+            .map(|(i, r)| {
+                regex::bytes::RegexBuilder::new(r)
+                    .size_limit(scan::CUSTOM_NFA_LIMIT)
+                    .build()
+                    .map_err(|e| {
+                        OptionError::key(
+                            "allow",
+                            format!(
+                                "regex #{} is not valid: {}",
+                                i + 1,
+                                scan::regex_problem(&e.to_string())
+                            ),
+                        )
+                    })
             })
             .collect::<std::result::Result<_, _>>()?;
         let allow_paths = opts
@@ -299,9 +368,10 @@ impl Redactor {
             allow_types: opts.allow.record_types.clone(),
             template,
             placeholder_re,
-            fp_key: key
-                .clone()
-                .unwrap_or_else(|| DEFAULT_FINGERPRINT_KEY.to_vec()),
+            fp_key: match &key {
+                Some(k) => std::sync::OnceLock::from(Some(k.clone())),
+                None => std::sync::OnceLock::new(),
+            },
             key,
             has_field_rules,
             pem_rule,
@@ -323,9 +393,13 @@ impl Redactor {
         self.engine.keywords()
     }
 
-    /// A keyed short hash of `secret` (the pseudonym, and the fingerprint in reports).
+    /// A keyed short hash of `secret` (the fingerprint in reports); empty when there is no
+    /// key to take (see [`machine_key`]).
     pub fn fingerprint(&self, secret: &[u8]) -> String {
-        keyed_hash(&self.fp_key, secret)
+        match self.fp_key.get_or_init(machine_key) {
+            Some(k) => keyed_hash(k, secret),
+            None => String::new(),
+        }
     }
 
     /// Redact one JSONL line (prefiltered).
@@ -807,7 +881,8 @@ impl Redactor {
                         out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
                     }
                     Part::Hash => {
-                        let k = self.key.as_deref().unwrap_or(&self.fp_key);
+                        // `{hash}` is refused without a configured key.
+                        let k = self.key.as_deref().unwrap_or_default();
                         out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
                     }
                 }

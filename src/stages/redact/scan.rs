@@ -68,7 +68,8 @@ impl Compiled {
     /// Compile the regex now (it is compiled on first use otherwise); errors as on loading.
     pub fn compile_now(&self) -> Result<(), String> {
         if self.regex.built.get().is_none() {
-            let built = build(&self.regex.src).map_err(|e| format!("rule `{}`: {e}", self.id))?;
+            let built = build(&self.regex.src, BUILTIN_NFA_LIMIT)
+                .map_err(|e| format!("rule `{}`: {e}", self.id))?;
             let _ = self.regex.built.set(built);
         }
         Ok(())
@@ -77,22 +78,48 @@ impl Compiled {
 
 impl LazyRegex {
     fn get(&self) -> &Built {
-        self.built
-            .get_or_init(|| build(&self.src).expect("the regex compiled when its rule was loaded"))
+        self.built.get_or_init(|| {
+            build(&self.src, BUILTIN_NFA_LIMIT)
+                .expect("the regex compiled when its rule was loaded")
+        })
     }
 }
 
-fn build(src: &str) -> Result<Built, String> {
+/// Compiled-size limit of the built-in regexes (the largest, JWT's, needs a few MiB).
+const BUILTIN_NFA_LIMIT: usize = 64 << 20;
+
+/// Compiled-size limit of a custom rule's regex. A bigger automaton (`[\s\S]{60000}`) makes
+/// the lazy DFA give up and every string crawl through the slow engines: seconds per 100 KB.
+/// Rules over it are refused when the pipeline loads.
+pub const CUSTOM_NFA_LIMIT: usize = 256 << 10;
+
+/// The part of a regex error that does not quote the pattern (which may hold a secret).
+pub fn regex_problem(msg: &str) -> String {
+    msg.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| "it does not compile".into())
+}
+
+fn build(src: &str, nfa_limit: usize) -> Result<Built, String> {
     // Bytes semantics, like `regex::bytes`: may match invalid UTF-8, empty matches anywhere.
     let regex = Regex::builder()
         .syntax(syntax::Config::new().utf8(false))
         .configure(
             Regex::config()
                 .utf8_empty(false)
-                .nfa_size_limit(Some(64 << 20)),
+                .nfa_size_limit(Some(nfa_limit))
+                .dfa_size_limit(Some(nfa_limit.max(1 << 20))),
         )
         .build(src)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e.size_limit() {
+            Some(limit) => format!(
+                "the regex is too big (its automaton exceeds {} KiB): bound its repetitions more tightly",
+                limit >> 10
+            ),
+            None => format!("bad regex: {}", regex_problem(&e.to_string())),
+        })?;
     let names: Vec<Option<&str>> = regex
         .group_info()
         .pattern_names(regex_automata::PatternID::ZERO)
@@ -152,7 +179,7 @@ impl Compiled {
         // Bytes semantics, like `regex::bytes`: may match invalid UTF-8, empty matches anywhere.
         let syn = syntax::Config::new().utf8(false);
         let max_len = syntax::parse_with(&src, &syn)
-            .map_err(|e| format!("rule `{id}`: bad regex: {e}"))?
+            .map_err(|e| format!("rule `{id}`: bad regex: {}", regex_problem(&e.to_string())))?
             .properties()
             .maximum_len();
         let regex = LazyRegex {
@@ -161,7 +188,8 @@ impl Compiled {
         };
         if !builtin {
             // A user's rule must fail when the pipeline loads, not in the middle of a run.
-            let built = build(&regex.src).map_err(|e| format!("rule `{id}`: bad regex: {e}"))?;
+            let built =
+                build(&regex.src, CUSTOM_NFA_LIMIT).map_err(|e| format!("rule `{id}`: {e}"))?;
             let _ = regex.built.set(built);
         }
         Ok(Compiled {

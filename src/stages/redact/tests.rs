@@ -1126,3 +1126,27 @@ fn key_blocks_split_over_patch_lines_are_redacted() {
     assert_eq!(lines[5], " after");
     assert_eq!(res.findings.len(), 1);
 }
+
+#[test]
+fn custom_regexes_over_the_size_limit_are_refused_by_rule_id() {
+    let load = |toml_text: &str| {
+        let o: RedactOptions = toml::from_str(toml_text).unwrap();
+        Redactor::new(&o).err()
+    };
+    let err = load(r#"custom = [{ id = "huge", regex = '[\s\S]{60000}', keywords = ["ab"] }]"#)
+        .expect("refused");
+    assert!(err.contains("`huge`") && err.contains("too big"), "{err}");
+    assert!(!err.contains("60000"), "the pattern is not echoed: {err}");
+    assert!(load(r#"custom = [{ id = "ok", regex = 'acme_[a-z0-9]{32}[\s\S]{0,200}', keywords = ["acme_"] }]"#).is_none());
+    let err = load(r#"allow = { regexes = ['([hunter2-secret'] }"#).expect("refused");
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(err.contains("#1"), "{err}");
+}
+
+#[test]
+fn option_errors_do_not_echo_values() {
+    let table: toml::Table =
+        toml::from_str(r#"allow = { values = "hunter2-the-real-one" }"#).unwrap();
+    let err = build(table).err().unwrap();
+    assert!(!err.contains("hunter2"), "{err}");
+}
