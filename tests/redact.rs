@@ -405,3 +405,53 @@ fn fingerprints_use_a_private_per_machine_key() {
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert_eq!(check(&a), Value::Null);
 }
+
+/// Lines that are not JSON object records (a BOM line, an array, a string, a truncated last
+/// line) are redacted in every pipeline, record- and session-scoped alike.
+#[test]
+fn non_object_lines_are_redacted_in_every_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let t = ["ghp_", "0123456789abcdefghij", "ABCDEFGHIJ012345"].concat();
+    let body = format!(
+        "{{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"message\":{{\"role\":\"user\",\"content\":\"hi\"}}}}\n\
+         \u{feff}{{\"type\":\"user\",\"message\":{{\"content\":\"bom {t}\"}}}}\n\
+         [\"array\",\"{t}\"]\n\
+         \"a string {t}\"\n\
+         {{\"type\":\"user\",\"uuid\":\"u2\",\"parentUuid\":\"u1\",\"message\":{{\"content\":\"cut {t}"
+    );
+    std::fs::write(&file, &body).unwrap();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["redact", f],
+        vec!["redact", "--dry-run", f],
+        vec!["run", "-p", "scrub", f],
+        vec!["run", "-p", "share", f],
+    ] {
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains(&t), "{args:?} kept the secret:\n{text}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(&t));
+        if !args.contains(&"--dry-run") {
+            assert_eq!(
+                text.matches("[REDACTED:github-pat]").count(),
+                4,
+                "{args:?}:\n{text}"
+            );
+            assert!(!text.ends_with('\n'), "the cut last line stays cut");
+        }
+    }
+    let out = run(&["check", f]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("github-pat")
+            .count(),
+        4
+    );
+}

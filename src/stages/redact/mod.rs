@@ -242,6 +242,12 @@ impl Stage for Redact {
         Ok(Verdict::Keep)
     }
 
+    /// A line that is not a JSON object (truncated, BOM, array, string) is redacted as any
+    /// line is: JSON strings one by one when it parses, else as text.
+    fn opaque(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<()> {
+        self.record(rec, cx).map(|_| ())
+    }
+
     /// `tool-results/*.txt`: the whole text is scanned at once, so a key block spread over
     /// several lines is still found.
     fn text(&self, text: &[u8], cx: &mut Cx) -> Result<Option<Vec<u8>>> {
