@@ -612,6 +612,16 @@ impl Redactor {
         }
         let Some(mut path) = path else { return };
         if tok.is_key {
+            // Two secret keys of one object must not become the same key (a parser would keep
+            // only the last member): later ones get `#2`, `#3`, ….
+            let mut parent = path.clone();
+            parent.pop();
+            let base = String::from_utf8_lossy(&cur).into_owned();
+            let n = st.key_names.entry((parent, base.clone())).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                cur = std::borrow::Cow::Owned(format!("{base}#{n}").into_bytes());
+            }
             // Later paths through this object name the key as redacted.
             let k = String::from_utf8_lossy(&cur).into_owned();
             st.keys.insert(s, k.clone());
@@ -972,6 +982,8 @@ struct LineState {
     edits: Vec<(usize, usize, Vec<u8>)>,
     /// Object keys that were redacted: start offset → the key as it now reads.
     keys: std::collections::HashMap<usize, String>,
+    /// Redacted keys per object (path of the object, key): how many so far.
+    key_names: std::collections::BTreeMap<(Vec<Seg>, String), usize>,
     /// Depth of the array whose strings carry an open private-key block, one line each.
     pem: Option<usize>,
     /// The open block has been reported.
@@ -987,6 +999,7 @@ impl Default for LineState {
         LineState {
             edits: Vec::new(),
             keys: Default::default(),
+            key_names: Default::default(),
             pem: None,
             pem_reported: false,
             findings: Vec::new(),
