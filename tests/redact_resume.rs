@@ -34,6 +34,9 @@ fn planted() -> Vec<(String, &'static str)> {
         }
     }
     assert_eq!(out.len(), 4);
+    // The scenario's AWS pair is AWS's documented example: a look-alike that redaction keeps
+    // as it is (issue #14).
+    out.retain(|(v, _)| !v.ends_with("EXAMPLE") && !v.ends_with("EXAMPLEKEY"));
     out
 }
 
