@@ -136,7 +136,7 @@ fn a_removed_thinking_block_still_resumes() {
         return;
     }
     let secrets = planted();
-    let token = &secrets[2].0;
+    let token = &secrets[0].0;
     let text = std::fs::read_to_string(&input).expect("read p01");
     let marker = "\"thinking\":\"Start by listing files.\"";
     assert_eq!(text.matches(marker).count(), 1, "p01 changed shape");
