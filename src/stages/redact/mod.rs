@@ -21,12 +21,17 @@
 //! 3. Secrets become `[REDACTED:<rule>]`; a string is searched again after its replacements
 //!    until nothing is found, so redacting twice changes nothing. Changed strings are
 //!    re-encoded as `JSON.stringify` writes them and spliced back: every other byte of the line
-//!    stays as it was. A secret used as an object key is replaced too (reports name it redacted).
+//!    stays as it was. A secret used as an object key is replaced too (a second one in the
+//!    same object gets `#2`, so the object keeps its members), and reports name it redacted.
+//!    A string that still holds escapes after decoding (stringified JSON, `\u0041` one level
+//!    down) is searched at its inner level too; a private-key block whose lines are the strings
+//!    of an array (an Edit's `structuredPatch`) has each body line replaced.
 //! 4. A change inside a `thinking` / `redacted_thinking` block removes that block (its
 //!    signature would no longer verify); the record stays.
 //!
 //! A line that is not valid JSON is redacted as plain text, and so is a `tool-results/*.txt`
-//! file ([`redact_text_file`]).
+//! file ([`redact_text_file`]). Lines that are not object records reach the stage in every
+//! pipeline, session-scoped ones included ([`Stage::opaque`]).
 //!
 //! Findings carry the rule, line, JSON path and a fingerprint: the first 8 hex digits of
 //! HMAC-SHA256 of the secret, keyed by `CCHIST_REDACT_KEY` (or `key_file`), else by a random

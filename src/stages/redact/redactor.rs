@@ -75,7 +75,7 @@ enum Part {
 /// A finding in one line or text: which rule, where, and a keyed fingerprint of the secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineFinding {
-    /// Index into [`Redactor::rule_ids`].
+    /// Index of the rule ([`Redactor::rule_id`]).
     pub rule: usize,
     /// JSON path of the string (None for plain text).
     pub path: Option<Vec<Seg>>,
@@ -394,7 +394,7 @@ impl Redactor {
     }
 
     /// A keyed short hash of `secret` (the fingerprint in reports); empty when there is no
-    /// key to take (see [`machine_key`]).
+    /// key to take (no configured key, no per-machine key file).
     pub fn fingerprint(&self, secret: &[u8]) -> String {
         match self.fp_key.get_or_init(machine_key) {
             Some(k) => keyed_hash(k, secret),
