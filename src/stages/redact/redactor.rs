@@ -550,11 +550,14 @@ impl Redactor {
             }
             p
         };
-        if memchr::memchr(b'\\', &cur).is_some_and(|_| {
-            [&b"\\u00"[..], b":\\/", b"\\n", b"\\\"", b"\\t", b"\\r"]
-                .iter()
-                .any(|n| memchr::memmem::find(&cur, n).is_some())
-        }) {
+        // Only where an escape may hide a keyword (`\u0041`, `:\/`) or the string is
+        // stringified JSON: searching a string twice costs throughput.
+        let has = |n: &[u8]| memchr::memmem::find(&cur, n).is_some();
+        if memchr::memchr(b'\\', &cur).is_some()
+            && (has(b"\\u00")
+                || has(b":\\/")
+                || matches!(cur.trim_ascii_start().first(), Some(b'{' | b'[')) && has(b"\\\""))
+        {
             let (new, found) = self.nested(&cur, full);
             if let Some(new) = new {
                 let p = path.get_or_insert_with(|| path_of(st));

@@ -118,7 +118,8 @@ pub enum Confirm {
     UserInfo,
     /// A command-line flag: up to `n` more name bytes (`[\w-]`), then `=` or a blank.
     Flag(u16),
-    /// A word ends (an `s` may follow), and a digit follows within `n` bytes on its line.
+    /// A word ends (an `s` may follow) with a blank, `:` or `=`, and a digit follows within
+    /// `n` bytes on its line.
     Prose(u16),
     /// `[\s'"]{0,3}[:=][\s'"]{0,3}basic` (case-insensitive) follows `authorization`.
     AuthBasic,
@@ -670,8 +671,8 @@ pub static RULES: &[Rule] = &[
         id: "discord-bot-token",
         title: "Discord bot token",
         description: "A Discord bot token (three dot-separated parts, the first the base64 of the bot's numeric id) within 300 characters after the word Discord, or passed to `.run(`/`.login(`.",
-        regex: r#"(?:(?i:discord)(?s:.){0,300}?[^\w.-]|\.(?:run|login)\([ \t]*['"`])(?P<secret>[MNO][\w-]{23,27}\.[\w-]{6,7}\.[\w-]{27,40})(?:[^\w.-]|$)"#,
-        keywords: &[ci("discord", Any), cs(".run(", Any), cs(".login(", Any)],
+        regex: r#"(?:(?i:discord)(?s:.){0,300}?[^\w.-]|\.(?:run|login)\(['"`])(?P<secret>[MNO][\w-]{23,27}\.[\w-]{6,7}\.[\w-]{27,40})(?:[^\w.-]|$)"#,
+        keywords: &[ci("discord", Any), cs(".run(", Lit(&["'", "\"", "`"], WordDash, 24)), cs(".login(", Lit(&["'", "\"", "`"], WordDash, 24))],
         checks: &[DiscordToken],
         ..BASE
     },
@@ -941,8 +942,8 @@ pub static RULES: &[Rule] = &[
         id: "cli-password-flag",
         title: "Password flag on a command line",
         description: "The value of a `--password`/`--passwd`/`--pass`/`--pwd`/`--passphrase` flag (also `--db-password` and kin), as `--password=x`, `--password x` or quoted, in commands, scripts and their echoes. Metavariables (`--password PASSWORD`), references and placeholders are left alone.",
-        regex: r#"(?i)(?:^|[\s'"`(=])--?(?P<name>(?:[a-z0-9]+[-_]){0,4}(?:password|passwd|passphrase|pass|pwd))(?:=|[ \t]+)(?:'(?P<secret>[^'\n\r]{1,256})'|"(?P<secret2>[^"\n\r\\]{1,256})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,256}))"#,
-        keywords: &[ci("-pass", Flag(20)), ci("_pass", Flag(20)), ci("-pwd", Flag(0)), ci("_pwd", Flag(0))],
+        regex: r#"(?i)(?:^|[\s'"`(=])--?(?P<name>(?:[a-z0-9]+-){0,4}(?:password|passwd|passphrase|pass|pwd))(?:=|[ \t]+)(?:'(?P<secret>[^'\n\r]{1,256})'|"(?P<secret2>[^"\n\r\\]{1,256})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,256}))"#,
+        keywords: &[ci("-pass", Flag(20)), ci("-pwd", Flag(0))],
         before: 48,
         checks: &[CliValue],
         ..BASE
@@ -951,8 +952,8 @@ pub static RULES: &[Rule] = &[
         id: "cli-password-arg",
         title: "Password argument of a client tool",
         description: "The password given to a client tool: `mysql -pSecret` / `-p'x'` (MySQL, MariaDB tools), `sshpass -p x`, `redis-cli -a x`, `docker login -p x`, `htpasswd -b file user pass`.",
-        regex: r#"\b(?:(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p|sshpass(?:[ \t]+-[a-oq-zA-Z]\S*)*[ \t]+-p[ \t]*|redis-cli\b[^\n|;&]{0,300}?\s-a[ \t]+|docker[ \t]+login\b[^\n|;&]{0,300}?\s-p[ \t]+|htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+[^\s-]\S*){2}[ \t]+)(?:'(?P<secret>[^'\n\r]{1,128})'|"(?P<secret2>[^"\n\r\\]{1,128})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,128}))"#,
-        keywords: &[cs("mysql", Any), cs("mariadb", Any), cs("sshpass", Any), cs("redis-cli", Any), cs("docker", Spaced(Alnum, 5)), cs("htpasswd", Any)],
+        regex: r#"\b(?:(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p|sshpass(?:[ \t]+-[a-oq-zA-Z]\S*)*[ \t]+-p[ \t]*|redis-cli\b[^\n|;&]{0,300}?\s-a[ \t]+|docker login\b[^\n|;&]{0,300}?\s-p[ \t]+|htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+[^\s-]\S*){2}[ \t]+)(?:'(?P<secret>[^'\n\r]{1,128})'|"(?P<secret2>[^"\n\r\\]{1,128})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,128}))"#,
+        keywords: &[cs("mysql", Any), cs("mariadb", Any), cs("sshpass", Any), cs("redis-cli", Any), cs("docker login", Any), cs("htpasswd", Any)],
         checks: &[CliValue],
         ..BASE
     },
@@ -971,8 +972,9 @@ pub static RULES: &[Rule] = &[
         id: "netrc-password",
         title: ".netrc password",
         description: "The password of a `.netrc` entry (`machine host login user password secret`), as used by curl, git and Heroku.",
-        regex: r#"\bmachine[ \t]+\S+(?:\s+login[ \t]+\S+)?\s+password[ \t]+(?P<secret>[^\s'"]{1,256})"#,
-        keywords: &[cs("machine", Spaced(Token, 1))],
+        regex: r#"\bmachine[ \t]+\S{1,100}(?:\s{1,20}login[ \t]+\S{1,100})?\s{1,20}password[ \t]+(?P<secret>[^\s'"]{1,256})"#,
+        keywords: &[cs("password", Flag(0))],
+        before: 260,
         checks: &[CliValue],
         ..BASE
     },
@@ -1047,8 +1049,8 @@ pub static RULES: &[Rule] = &[
         id: "prose-secret",
         title: "Secret in prose",
         description: "A token-like word (letters and digits, 8+ characters, 6+ after a password word) within five words after a credential word in prose: \"the password is Tulip4471!harbor\", \"the key is set to Rq8vLz2WmN5kTb3Y\", \"token: …\". Hashes, uuids, versions, dates, paths, e-mails and URLs are left alone.",
-        regex: r#"(?i)\b(?P<name>password|passphrase|passcode|secret|token|key|credentials?)s?\b(?:[ \t]*[:=]|[ \t]+(?:\S{1,20}[ \t]+){0,5}?(?:is|was|are|were|=|:|to|as|be|reads?)(?:[ \t]*:)?)[ \t]+['"`(]?(?P<secret>[A-Za-z!@#$%^&*+=/~_-]{0,100}\d(?:[\w!@#$%^&*+=/~.-]{0,100}[\w!@#$%^&*+=/~-])?)(?:['"`)]?[.,;:!?]{0,2}(?:\s|$))"#,
-        keywords: &[ci("password", Prose(300)), ci("passphrase", Prose(300)), ci("passcode", Prose(300)), ci("secret", Prose(300)), ci("token", Prose(300)), ci("key", Prose(300)), ci("credential", Prose(300))],
+        regex: r#"(?i)\b(?P<name>password|passphrase|passcode|secret|token|key|credentials?)s?\b(?:[ \t]*[:=]|[ \t]+(?:\S{1,20}[ \t]+){0,5}?(?:is|was|are|were|=|:|to|as|be|reads?)(?:[ \t]*:)?)[ \t]+['"`(]?(?P<secret>[A-Za-z!@#$%^&*+=/~_-]{0,40}\d(?:[\w!@#$%^&*+=/~.-]{0,100}[\w!@#$%^&*+=/~-])?)(?:['"`)]?[.,;:!?]{0,2}(?:\s|$))"#,
+        keywords: &[ci("password", Prose(170)), ci("passphrase", Prose(170)), ci("passcode", Prose(170)), ci("secret", Prose(170)), ci("token", Prose(170)), ci("key", Prose(170)), ci("credential", Prose(170))],
         checks: &[ProseValue],
         ..BASE
     },

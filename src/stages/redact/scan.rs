@@ -779,28 +779,47 @@ fn flag(a: &mut After<'_>, n: usize) -> bool {
     }
 }
 
-/// The keyword ends a word (an `s` may follow), and a digit follows within `n` characters
-/// on the same line.
+/// The keyword ends a word (an `s` may follow) with a blank, `:` or `=`, and a digit follows
+/// within `n` characters on the same line.
 fn prose(a: &mut After<'_>, n: usize) -> bool {
     let mut c = a.next();
     if matches!(c, Ch::C(b's' | b'S')) {
         c = a.next();
     }
+    // The rule goes on with `[ \t]*[:=]` or `[ \t]+`: a JSON key (`"tokens":`) or a word
+    // going on (`keyboard`) cannot start a match.
+    let mut buf = Vec::with_capacity(n);
     match c {
         Ch::Unknown => return true,
-        Ch::C(x) if x.is_ascii_alphanumeric() || x == b'_' => return false,
-        Ch::End => return false,
-        Ch::C(_) => {}
+        Ch::C(x @ (b' ' | b'\t' | b':' | b'=')) => buf.push(x),
+        _ => return false,
     }
     for _ in 0..n {
         match a.next() {
             Ch::Unknown => return true,
-            Ch::End | Ch::C(b'\n') => return false,
-            Ch::C(x) if x.is_ascii_digit() => return true,
-            Ch::C(_) => {}
+            Ch::End | Ch::C(b'\n') => break,
+            Ch::C(x) => buf.push(x),
         }
     }
-    false
+    if !buf.iter().any(u8::is_ascii_digit) {
+        return false;
+    }
+    // Then an operator right away, or a verb (`is`, `was`, `set to`, …) after a blank.
+    let lead = buf.iter().position(|&x| x != b' ' && x != b'\t');
+    if lead.is_some_and(|i| matches!(buf[i], b':' | b'=')) {
+        return true;
+    }
+    const VERBS: &[&[u8]] = &[
+        b"is", b"was", b"are", b"were", b"=", b":", b"to", b"as", b"be", b"read",
+    ];
+    buf.windows(2).enumerate().any(|(i, w)| {
+        matches!(w[0], b' ' | b'\t')
+            && VERBS.iter().any(|v| {
+                buf[i + 1..]
+                    .get(..v.len())
+                    .is_some_and(|x| x.eq_ignore_ascii_case(v))
+            })
+    })
 }
 
 fn is_blank(c: u8) -> bool {
