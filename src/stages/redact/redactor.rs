@@ -556,7 +556,7 @@ impl Redactor {
         if memchr::memchr(b'\\', &cur).is_some()
             && (has(b"\\u00")
                 || has(b":\\/")
-                || matches!(cur.trim_ascii_start().first(), Some(b'{' | b'[')) && has(b"\\\""))
+                || matches!(cur.trim_ascii_start().first(), Some(b'{' | b'[')))
         {
             let (new, found) = self.nested(&cur, full);
             if let Some(new) = new {
