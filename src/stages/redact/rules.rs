@@ -212,7 +212,8 @@ use Val::Of;
 
 const ANY: Val = Val::Any;
 const ENV: Val = Val::Of(Class::Unquoted, 4);
-const GEN: Val = Val::Of(Class::Generic, 4);
+// One byte: after the first, a value may hold `$` and `?`, which the class leaves out.
+const GEN: Val = Val::Of(Class::Generic, 1);
 
 macro_rules! assign_rule {
     ($prefix:literal, $value:literal) => {
