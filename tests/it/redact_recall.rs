@@ -3,6 +3,7 @@
 //! × position × encoding, run through a real pipeline. Prints the per-kind table; asserts
 //! recall ≥ 98 %, look-alikes kept byte-identical ≥ 99 %, every output line valid JSON.
 
+#[path = "../recall_gen/mod.rs"]
 mod recall_gen;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
