@@ -386,6 +386,9 @@ impl Pipeline {
                 self.line_is_valid(&rec, report);
             }
             if rec.term == framing::Term::None && check_json(rec.raw()).is_err() {
+                // It stays last, but redaction still reaches it as text.
+                let mut rec = rec;
+                self.apply_opaque_stages(&mut rec, cx, report)?;
                 partial_tail = Some(rec);
                 continue;
             }
