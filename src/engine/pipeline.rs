@@ -275,7 +275,8 @@ impl Pipeline {
             let mut rec = Record::from_line(l);
             report.records += 1;
             if self.check_lines() && !self.line_is_valid(&rec, report) {
-                // Invalid lines pass through untouched: no stage sees them.
+                // Invalid lines reach only the stages that handle any text (redaction).
+                self.apply_opaque_stages(&mut rec, cx, report)?;
                 self.put(out, &rec, cx, report)?;
                 continue;
             }
@@ -301,6 +302,24 @@ impl Pipeline {
                 false
             }
         }
+    }
+
+    /// Let every stage see a line that is not a record ([`Stage::opaque`]).
+    fn apply_opaque_stages(
+        &self,
+        rec: &mut Record<'_>,
+        cx: &mut Cx,
+        report: &mut FileReport,
+    ) -> Result<()> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            let before = rec.edits();
+            stage.opaque(rec, cx)?;
+            if rec.edits() != before {
+                report.stages[i].1.changed += 1;
+                report.changed = true;
+            }
+        }
+        Ok(())
     }
 
     /// Apply every stage to one record; false when a stage dropped it.
@@ -367,6 +386,9 @@ impl Pipeline {
                 self.line_is_valid(&rec, report);
             }
             if rec.term == framing::Term::None && check_json(rec.raw()).is_err() {
+                // It stays last, but redaction still reaches it as text.
+                let mut rec = rec;
+                self.apply_opaque_stages(&mut rec, cx, report)?;
                 partial_tail = Some(rec);
                 continue;
             }
@@ -374,6 +396,8 @@ impl Pipeline {
                 order.push(rec.id());
                 records.push(rec);
             } else {
+                let mut rec = rec;
+                self.apply_opaque_stages(&mut rec, cx, report)?;
                 opaque.push((order.last().copied(), rec));
             }
         }

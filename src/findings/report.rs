@@ -19,16 +19,26 @@ pub struct FileFindings {
 }
 
 /// One line per finding: `file:line: rule: message [path] (fingerprint)`.
+///
+/// Everything that comes from the input (file names, paths, uuids) is printed with control
+/// characters escaped: a uuid holding `\n::error::` must not start a line of its own in a CI
+/// log.
 pub fn text(files: &[FileFindings]) -> String {
     let mut out = String::new();
     for f in files {
         for x in &f.findings {
-            out += &format!("{}:{}: {}: {}", f.file, x.line, x.rule, x.message);
+            out += &format!(
+                "{}:{}: {}: {}",
+                printable(&f.file),
+                x.line,
+                printable(&x.rule),
+                printable(&x.message)
+            );
             if let Some(p) = &x.path {
-                out += &format!(" at {p}");
+                out += &format!(" at {}", printable(p));
             }
             if let Some(u) = &x.uuid {
-                out += &format!(" [{u}]");
+                out += &format!(" [{}]", printable(u));
             }
             if let Some(fp) = &x.fingerprint {
                 out += &format!(" (fingerprint {fp})");
@@ -37,6 +47,26 @@ pub fn text(files: &[FileFindings]) -> String {
         }
     }
     out
+}
+
+/// `s` with control characters (C0, DEL, C1, line and paragraph separators) written as
+/// `\u{…}` escapes; everything else as is.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| {
+                if bad(c) {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 /// The JSON report: `{"files": [{"file", "findings": [...]}], "summary": {...}}`.
@@ -158,6 +188,20 @@ mod tests {
             fingerprint: Some("ab12cd34".into()),
             message: "found".into(),
         }
+    }
+
+    #[test]
+    fn text_escapes_control_characters_from_the_input() {
+        let mut f = finding("github-pat", 3);
+        f.uuid = Some("u1\n::error::owned\u{1b}[2J".into());
+        f.path = Some("$[\"a\\rb\"]".into());
+        let out = text(&[FileFindings {
+            file: "x\ny.jsonl".into(),
+            findings: vec![f],
+        }]);
+        assert_eq!(out.lines().count(), 1, "{out}");
+        assert!(!out.contains('\u{1b}') && !out.contains('\r'));
+        assert!(out.contains("\\u{a}::error::owned\\u{1b}"), "{out}");
     }
 
     #[test]

@@ -103,6 +103,14 @@ pub trait Stage: Send + Sync {
         Ok(None)
     }
 
+    /// Transform a line that is not a JSON object record (a truncated last line, a BOM line,
+    /// a `"string"` or `[array]` line): such lines never reach [`Stage::session`], and stages
+    /// that only understand records leave them alone (the default). A stage that must reach
+    /// every byte of a session (redaction) treats it as text.
+    fn opaque(&self, _rec: &mut Record<'_>, _cx: &mut Cx) -> Result<()> {
+        Ok(())
+    }
+
     /// Transform a whole session. The default applies [`Stage::record`] to every record.
     fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
         let mut err = None;

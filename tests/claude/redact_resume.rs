@@ -32,6 +32,9 @@ fn planted() -> Vec<(String, &'static str)> {
         }
     }
     assert_eq!(out.len(), 4);
+    // The scenario's AWS pair is AWS's documented example: a look-alike that redaction keeps
+    // as it is (issue #14).
+    out.retain(|(v, _)| !v.ends_with("EXAMPLE") && !v.ends_with("EXAMPLEKEY"));
     out
 }
 
@@ -122,7 +125,7 @@ fn a_removed_thinking_block_still_resumes() {
         return;
     }
     let secrets = planted();
-    let token = &secrets[2].0;
+    let token = &secrets[0].0;
     let text = std::fs::read_to_string(&input).expect("read p01");
     let marker = "\"thinking\":\"Start by listing files.\"";
     assert_eq!(text.matches(marker).count(), 1, "p01 changed shape");

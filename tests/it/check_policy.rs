@@ -84,7 +84,7 @@ fn sarif_report_passes_the_official_validator() {
         .map(|r| r["ruleId"].as_str().unwrap())
         .collect();
     assert!(
-        rules.contains(&"aws-access-key-id") && rules.contains(&"unpaired-tool-use"),
+        rules.contains(&"github-pat") && rules.contains(&"unpaired-tool-use"),
         "{rules:?}"
     );
     for r in results {

@@ -16,6 +16,7 @@ mod hook;
 mod identity;
 mod redact;
 mod redact_props;
+mod redact_recall;
 mod reliability_append;
 mod reliability_common;
 mod reliability_crash;

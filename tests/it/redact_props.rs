@@ -56,6 +56,16 @@ fn fragment() -> impl Strategy<Value = String> {
         "[A-Za-z0-9/+]{0,50}".prop_map(|b| format!("hooks.slack.com/services/{b}")),
         "[A-Za-z0-9/+\n]{0,150}".prop_map(|b| format!("-----BEGIN PGP PRIVATE KEY BLOCK-----\n{b}")),
         "[A-Za-z0-9/+]{0,100}".prop_map(|b| format!("\"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{b}\\n-----END PRIVATE KEY-----\\n\"")),
+        ("(--password|--db-password|-p|--pwd)", "[ =]{0,2}", "['\"]?", "[A-Za-z0-9!$#]{0,14}").prop_map(|(f, s, q, v)| format!("cmd {f}{s}{q}{v}{q}")),
+        ("(mysql -u root -p|sshpass -p |redis-cli -a |docker login -u x -p |htpasswd -b f u )", "[A-Za-z0-9!'$]{0,12}").prop_map(|(c, v)| format!("{c}{v}")),
+        ("(Authorization|X-Api-Key|PRIVATE-TOKEN|x-auth-token)", "[:= \"']{1,3}", "(token |Bearer |Basic |Bot |)", "[A-Za-z0-9+/=._-]{0,40}").prop_map(|(h, s, sc, v)| format!("{h}{s}{sc}{v}")),
+        ("(the |my )?(password|key|token|secret)s?", "( is| was set to|:| for prod is)? ", "[A-Za-z0-9!#.]{0,20}", "[.,]? ").prop_map(|(a, w, v, e)| format!("{a}{w}{v}{e}")),
+        ("(id_|%3D|x|\\n|)", "(AKIA|ASIA|ACCA)", "[A-Z0-9]{14,17}", "( |)", "[A-Za-z0-9/+]{0,41}").prop_map(|(p, k, b, s, t)| format!("{p}{k}{b}{s}{t}")),
+        ("(twilio|TWILIO_AUTH_TOKEN=|mailgun|key-|discord|bot.run\\(')", "[ =:\"'(]{0,3}", "(SK|M|)", "[0-9a-fA-F._-]{0,40}").prop_map(|(c, s, p, v)| format!("{c}{s}{p}{v}")),
+        "[A-Za-z0-9]{30,40}".prop_map(|b| format!("{{\"k\":\"\\u0067hp_{b}\"}}")),
+        Just("+-----BEGIN RSA PRIVATE KEY-----".to_string()),
+        "[A-Za-z0-9+/]{0,70}".prop_map(|b| format!("+{b}")),
+        Just("+-----END RSA PRIVATE KEY-----".to_string()),
         Just("[REDACTED:github-pat]".to_string()),
         Just("[REDACTED:env-secret-assignment:0123abcd]".to_string()),
         Just("YOUR_API_KEY ${TOKEN} <token> sk-...xxxx".to_string()),
@@ -69,7 +79,7 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn value() -> impl Strategy<Value = Value> {
-    let key = "(text|content|apiKey|password|input_tokens|thinking|type|command|x-api-key|DB_PASSWORD|a\"b|\u{e9})";
+    let key = "(text|content|apiKey|password|input_tokens|thinking|type|command|x-api-key|DB_PASSWORD|a\"b|\u{e9}|Authorization|lines|ghp_[A-Za-z0-9]{36}|AKIA[A-Z0-9]{16})";
     let leaf = prop_oneof![
         4 => text().prop_map(Value::String),
         1 => any::<i32>().prop_map(Value::from),
@@ -215,8 +225,9 @@ proptest! {
                     strings(&before, &mut a);
                     strings(&after, &mut b);
                     prop_assert_eq!(a.len(), b.len());
+                    // A key block split over patch lines is one finding for all its lines.
                     let changed = a.iter().zip(&b).filter(|(x, y)| x != y).count();
-                    prop_assert!(changed >= 1 && changed <= res.findings.len());
+                    prop_assert!(changed >= 1);
                     prop_assert!(a.iter().zip(&b).all(|(x, y)| x == y || y.contains("[REDACTED:")));
                 }
             }

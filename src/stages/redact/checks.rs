@@ -24,14 +24,84 @@ pub enum Check {
     SecretName,
     /// The value of a `.env`-style assignment: not a plain number or boolean.
     EnvValue,
-    /// The value of a generic assignment: high entropy (or a password), letters and digits,
-    /// not an identifier, number, uuid or hash.
+    /// The value of a generic assignment. A quoted literal or a value running to the end of
+    /// its line is judged by the name (short human passwords count); a value in the middle of
+    /// code must look random. Identifiers, references, calls, numbers and type names are not
+    /// secrets.
     GenericValue,
+    /// The value of a command-line credential: not a reference (`$VAR`), a metavariable
+    /// (`PASSWORD`), another flag (`-x`) or a placeholder.
+    CliValue,
+    /// A header or token value: has a digit (or is long and mixed-case), not a word, an
+    /// identifier path or a number.
+    TokenLike,
+    /// A token-like word in prose: letters and digits, at least 8 characters (6 after a
+    /// password word), not a hash, uuid, version, date, path, e-mail or URL.
+    ProseValue,
+    /// A Discord bot token: its first part is the base64 of a numeric user id.
+    DiscordToken,
+    /// Upper-case, lower-case letters and digits (or `/`, `+`) all appear: a base64 key,
+    /// not a hex hash.
+    Mixed,
+}
+
+/// Where a candidate sits, for the checks that look beyond the secret itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ctx<'a> {
+    /// The rule's `name` group (variable name, credential word).
+    pub name: Option<&'a [u8]>,
+    /// The secret is enclosed in matching quotes.
+    pub quoted: bool,
+    /// Nothing but blanks or a comment follows the secret on its line.
+    pub line_end: bool,
+    /// The byte right after the secret.
+    pub next: Option<u8>,
+    /// The quoted secret is followed by `:`: it is a JSON key, not a value.
+    pub key_like: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of `text[start..end]`.
+    pub fn of(text: &'a [u8], start: usize, end: usize, name: Option<&'a [u8]>) -> Ctx<'a> {
+        let mut p = start;
+        while p > 0 && text[p - 1] == b'\\' {
+            p -= 1;
+        }
+        let open = p.checked_sub(1).map(|i| text[i]);
+        let mut q = end;
+        while q < text.len() && text[q] == b'\\' {
+            q += 1;
+        }
+        let quoted = matches!(open, Some(b'"' | b'\'' | b'`')) && text.get(q) == open.as_ref();
+        let mut e = end;
+        while e < text.len() && matches!(text[e], b' ' | b'\t') {
+            e += 1;
+        }
+        let rest = &text[e..];
+        let line_end = rest.is_empty()
+            || matches!(rest[0], b'\n' | b'\r' | b'#')
+            || rest.starts_with(b"\\n")
+            || rest.starts_with(b"\\r")
+            || (e > end && rest.starts_with(b"//"));
+        let mut k = q + 1;
+        while k < text.len() && matches!(text[k], b' ' | b'\t') {
+            k += 1;
+        }
+        let key_like = quoted && text.get(k) == Some(&b':');
+        Ctx {
+            key_like,
+            name,
+            quoted,
+            line_end,
+            next: text.get(end).copied(),
+        }
+    }
 }
 
 impl Check {
     /// Does `secret` (with the rule's `name` group, if any) pass?
-    pub fn passes(self, secret: &[u8], name: Option<&[u8]>) -> bool {
+    pub fn passes(self, secret: &[u8], cx: &Ctx<'_>) -> bool {
+        let name = cx.name;
         match self {
             Check::Entropy(min) => entropy(secret) >= min,
             Check::Digit => secret.iter().any(u8::is_ascii_digit),
@@ -48,9 +118,21 @@ impl Check {
             }
             Check::SecretName => name.map_or(true, secret_name) && !reference(secret),
             Check::EnvValue => {
-                env_value(secret) && (name.is_some_and(password_name) || !readable(secret))
+                let pw = name.is_some_and(password_name);
+                env_value(secret) && (pw || !readable(secret)) && (pw || secret.len() >= 6)
             }
-            Check::GenericValue => generic_value(secret, name.is_some_and(password_name)),
+            Check::GenericValue => assign_value(secret, cx),
+            Check::CliValue => cli_value(secret),
+            Check::TokenLike => token_like(secret),
+            Check::ProseValue => prose_value(secret, name.is_some_and(password_name)),
+            Check::DiscordToken => discord(secret),
+            Check::Mixed => {
+                secret.iter().any(u8::is_ascii_lowercase)
+                    && secret.iter().any(u8::is_ascii_uppercase)
+                    && secret
+                        .iter()
+                        .any(|c| c.is_ascii_digit() || matches!(c, b'/' | b'+'))
+            }
         }
     }
 }
@@ -89,6 +171,10 @@ pub fn placeholder(s: &[u8]) -> bool {
     }
     let lower = s.to_ascii_lowercase();
     let has = |needle: &[u8]| memchr::memmem::find(&lower, needle).is_some();
+    // AWS's documented example keys (`AKIAIOSFODNN7EXAMPLE`, `…EXAMPLEKEY`) and their kin.
+    if lower.ends_with(b"example") || lower.ends_with(b"examplekey") {
+        return true;
+    }
     if has(b"xxxx")
         || has(b"****")
         || has(b"...")
@@ -214,6 +300,166 @@ fn generic_value(s: &[u8], password: bool) -> bool {
     letters > 0 && digits > 0 && s.len() >= 12 && entropy(s) >= 3.5 && !readable(s)
 }
 
+/// Type names and other words that follow a secret-named field in code or schemas.
+const TYPE_WORDS: &[&[u8]] = &[
+    b"str",
+    b"string",
+    b"bytes",
+    b"secretstr",
+    b"secretbytes",
+    b"optional",
+    b"text",
+    b"number",
+    b"boolean",
+    b"integer",
+    b"any",
+    b"unknown",
+    b"object",
+    b"varchar",
+    b"char",
+    b"hidden",
+    b"masked",
+    b"secret",
+    b"sensitive",
+    b"env",
+    b"vault",
+];
+
+/// A version (`v1.2.3`), a date (`2024-01-31…`) or a time.
+fn version_or_date(s: &[u8]) -> bool {
+    let t = s.strip_prefix(b"v").unwrap_or(s);
+    let dotted = t.contains(&b'.')
+        && t.split(|&c| c == b'.')
+            .all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
+    let date = s.len() >= 10
+        && s[..4].iter().all(u8::is_ascii_digit)
+        && s[4] == b'-'
+        && s[5..7].iter().all(u8::is_ascii_digit)
+        && s[7] == b'-';
+    dotted || date
+}
+
+/// A word or identifier path (`hashed_password`, `this.token`, `SECRET_KEY`): no digits,
+/// only identifier characters.
+fn identifier(s: &[u8]) -> bool {
+    !s.iter().any(u8::is_ascii_digit)
+        && s.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+}
+
+fn assign_value(s: &[u8], cx: &Ctx<'_>) -> bool {
+    if json_number(s) || reference(s) || version_or_date(s) {
+        return false;
+    }
+    let lower = s.to_ascii_lowercase();
+    if TYPE_WORDS.contains(&lower.as_slice()) {
+        return false;
+    }
+    let pw = cx.name.is_some_and(password_name);
+    if cx.key_like {
+        return false;
+    }
+    if !cx.quoted && matches!(cx.next, Some(b'(' | b'[' | b'{')) {
+        return false; // a call, an index, a block: code, not a literal
+    }
+    if cx.quoted || cx.line_end {
+        let words = s.split(|&c| c == b' ').filter(|w| !w.is_empty()).count();
+        if s.first().is_some_and(|c| c.is_ascii_whitespace())
+            || s.last().is_some_and(|c| c.is_ascii_whitespace())
+        {
+            return false;
+        }
+        if pw {
+            // "correct horse battery staple" is a password; a sentence is not.
+            if words > 4 || (words > 1 && s.iter().any(|c| matches!(c, b',' | b'?' | b'\''))) {
+                return false;
+            }
+            if identifier(s) {
+                // A lone word: a password when quoted or on its own line, unless it is the
+                // name of something (`user_password`, `DB_PASS`, `this.pw`).
+                return s.len() >= 6
+                    && !s.contains(&b'.')
+                    && (!s.contains(&b'_') || s.iter().any(u8::is_ascii_uppercase))
+                    && !s
+                        .iter()
+                        .all(|c| c.is_ascii_uppercase() || *c == b'_' || *c == b'-');
+            }
+            return s.len() >= 4;
+        }
+        if words > 1 || s.len() < 8 || readable(s) {
+            return false;
+        }
+        if identifier(s) {
+            let mixed =
+                s.iter().any(u8::is_ascii_lowercase) && s.iter().any(u8::is_ascii_uppercase);
+            return mixed && s.len() >= 20 && !s.contains(&b'.') && entropy(s) >= 3.5;
+        }
+        return s.iter().filter(|c| c.is_ascii_alphanumeric()).count() >= 6 && entropy(s) >= 2.5;
+    }
+    generic_value(s, pw)
+}
+
+fn cli_value(s: &[u8]) -> bool {
+    if reference(s) || matches!(s[0], b'-' | b'[' | b'{' | b'(' | b'=') {
+        return false;
+    }
+    // A metavariable in usage text: `--password PASSWORD`, `-p PASS`.
+    if s.len() >= 3 && s.iter().all(|c| c.is_ascii_uppercase() || *c == b'_') {
+        return false;
+    }
+    !TYPE_WORDS.contains(&s.to_ascii_lowercase().as_slice())
+}
+
+fn token_like(s: &[u8]) -> bool {
+    if json_number(s) || reference(s) || s.len() < 8 {
+        return false;
+    }
+    let digits = s.iter().any(u8::is_ascii_digit);
+    let mixed = s.iter().any(u8::is_ascii_lowercase) && s.iter().any(u8::is_ascii_uppercase);
+    (digits || (mixed && s.len() >= 16)) && !readable(s) && entropy(s) >= 2.5
+}
+
+fn prose_value(s: &[u8], pw: bool) -> bool {
+    let letters = s.iter().filter(|c| c.is_ascii_alphabetic()).count();
+    let digits = s.iter().filter(|c| c.is_ascii_digit()).count();
+    let lower = s.to_ascii_lowercase();
+    let has = |n: &[u8]| memchr::memmem::find(&lower, n).is_some();
+    if s.len() < if pw { 6 } else { 8 } || letters < 2 || digits == 0 {
+        return false;
+    }
+    if reference(s)
+        || uuid(s)
+        || version_or_date(s)
+        || has(b"://")
+        || s.contains(&b'@') && s.contains(&b'.')
+        || s.iter().all(u8::is_ascii_hexdigit)
+        || s.iter().filter(|&&c| c == b'/').count() >= 2
+        || readable(s)
+    {
+        return false;
+    }
+    // A file name (`config.yaml`, `id_ed25519.pub`): a dot and a short extension.
+    if let Some(d) = s.iter().rposition(|&c| c == b'.') {
+        let ext = &s[d + 1..];
+        const EXTS: &[&[u8]] = &[
+            b"yaml", b"yml", b"json", b"toml", b"txt", b"pub", b"pem", b"key", b"env", b"py",
+            b"js", b"ts", b"rs", b"go", b"md", b"sh", b"cfg", b"ini", b"conf", b"log", b"csv",
+            b"xml", b"html", b"lock", b"sql", b"crt", b"der", b"zip", b"gz", b"tar", b"rb",
+        ];
+        if EXTS.contains(&ext.to_ascii_lowercase().as_slice()) {
+            return false;
+        }
+    }
+    entropy(s) >= 2.8
+}
+
+fn discord(s: &[u8]) -> bool {
+    let first = s.split(|&c| c == b'.').next().unwrap_or_default();
+    b64_decode(first, true)
+        .is_some_and(|d| (17..=20).contains(&d.len()) && d.iter().all(u8::is_ascii_digit))
+        && entropy(s) >= 3.5
+}
+
 /// Words joined by `-`, `_` or `.` (`owner-call-prejoin`, `test-only-secret-base-64-bytes`):
 /// a name or a self-describing test value, not a random key or token.
 pub fn readable(s: &[u8]) -> bool {
@@ -256,6 +502,7 @@ fn words(name: &[u8]) -> Vec<String> {
 }
 
 const SECRET_WORDS: &[&str] = &[
+    "bearer",
     "secret",
     "secrets",
     "password",
@@ -422,6 +669,10 @@ fn secret_name(name: &[u8]) -> bool {
     }
     w.iter().enumerate().any(|(i, x)| {
         SECRET_WORDS.contains(&x.as_str())
+            // Glued names: PGPASSWORD, MYSQL_PWD's kin, authtoken, clientsecret.
+            || ["password", "passwd", "passphrase", "token", "secret", "apikey"]
+                .iter()
+                .any(|s| x.len() > s.len() && x.ends_with(s))
             || (x == "key" && i > 0 && KEY_QUALIFIERS.contains(&w[i - 1].as_str()))
             || (x == "key" && w.len() == 1)
     })
@@ -429,10 +680,11 @@ fn secret_name(name: &[u8]) -> bool {
 
 fn password_name(name: &[u8]) -> bool {
     words(name).iter().any(|w| {
-        matches!(
-            w.as_str(),
-            "password" | "passwd" | "pwd" | "pass" | "passphrase"
-        )
+        matches!(w.as_str(), "pass" | "pwd" | "pw")
+            || w.ends_with("password")
+            || w.ends_with("passwd")
+            || w.ends_with("passphrase")
+            || w.ends_with("passcode")
     })
 }
 
@@ -545,14 +797,12 @@ mod tests {
             "changeme",
             "aaaaaaaa",
             "password",
+            "AKIAIOSFODNN7EXAMPLE",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         ] {
             assert!(placeholder(p.as_bytes()), "{p}");
         }
-        for s in [
-            "AKIAIOSFODNN7EXAMPLE",
-            "hunter22",
-            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-        ] {
+        for s in ["AKIAIOSFODNN7EXAMPL3", "hunter22"] {
             assert!(!placeholder(s.as_bytes()), "{s}");
         }
     }

@@ -362,11 +362,22 @@ pub enum Seg {
 
 /// The path of a value whose enclosing frames are `frames` (keys decoded from `line`).
 pub fn path_of(line: &[u8], frames: &[Frame]) -> Vec<Seg> {
+    path_renamed(line, frames, |_| None)
+}
+
+/// Like [`path_of`], with the keys starting at offsets for which `renamed` answers replaced
+/// by its answer (a key that was itself a secret appears redacted).
+pub fn path_renamed(
+    line: &[u8],
+    frames: &[Frame],
+    renamed: impl Fn(usize) -> Option<String>,
+) -> Vec<Seg> {
     let mut buf = Vec::new();
     frames
         .iter()
         .filter_map(|f| match *f {
             Frame::Arr(i) => Some(Seg::Idx(i)),
+            Frame::Obj(Some((s, _, _))) if renamed(s).is_some() => renamed(s).map(Seg::Key),
             Frame::Obj(Some((s, e, flags))) => {
                 let raw = &line[s..e];
                 let key = if flags == 0 || !decode(raw, &mut buf) {

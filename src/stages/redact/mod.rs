@@ -21,17 +21,24 @@
 //! 3. Secrets become `[REDACTED:<rule>]`; a string is searched again after its replacements
 //!    until nothing is found, so redacting twice changes nothing. Changed strings are
 //!    re-encoded as `JSON.stringify` writes them and spliced back: every other byte of the line
-//!    stays as it was. Object keys are never changed.
+//!    stays as it was. A secret used as an object key is replaced too (a second one in the
+//!    same object gets `#2`, so the object keeps its members), and reports name it redacted.
+//!    A string that still holds escapes after decoding (stringified JSON, `\u0041` one level
+//!    down) is searched at its inner level too; a private-key block whose lines are the strings
+//!    of an array (an Edit's `structuredPatch`) has each body line replaced.
 //! 4. A change inside a `thinking` / `redacted_thinking` block removes that block (its
 //!    signature would no longer verify); the record stays.
 //!
 //! A line that is not valid JSON is redacted as plain text, and so is a `tool-results/*.txt`
-//! file ([`redact_text_file`]).
+//! file ([`redact_text_file`]). Lines that are not object records reach the stage in every
+//! pipeline, session-scoped ones included ([`Stage::opaque`]).
 //!
 //! Findings carry the rule, line, JSON path and a fingerprint: the first 8 hex digits of
-//! HMAC-SHA256 of the secret, keyed by `CCHIST_REDACT_KEY` (or `key_file`), else by a fixed
-//! public key, which still identifies equal secrets but can be brute-forced for weak ones. With
-//! `pseudonymize`, the same keyed hash is the pseudonym. No report ever holds a secret.
+//! HMAC-SHA256 of the secret, keyed by `CCHIST_REDACT_KEY` (or `key_file`), else by a random
+//! per-machine key kept 0600 in `$XDG_CONFIG_HOME/cchist/redact.key` (created on first use;
+//! without it, no fingerprint): never by a public key, which would let anyone confirm a guessed
+//! weak password offline. With `pseudonymize`, the keyed hash is the pseudonym. No report ever
+//! holds a secret.
 
 pub mod checks;
 pub mod json;
@@ -165,8 +172,36 @@ pub const DEF: StageDef = StageDef {
 };
 
 fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
-    let opts: RedactOptions = crate::stages::options(table)?;
+    // A type error quotes the value it got (`invalid type: string "…"`): the value may be a
+    // secret (an `allow.values` entry), so quoted text is cut from the message.
+    let opts: RedactOptions = crate::stages::options(table).map_err(|mut e| {
+        e.message = unquote(&e.message);
+        e
+    })?;
     Ok(Box::new(Redact::new(Redactor::new(&opts)?, false)))
+}
+
+/// `msg` with every double-quoted part replaced by `"…"`.
+fn unquote(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut inside = false;
+    let mut chars = msg.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                if !inside {
+                    out.push_str("\"…\"");
+                }
+                inside = !inside;
+            }
+            '\\' if inside => {
+                chars.next();
+            }
+            _ if inside => {}
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 impl Stage for Redact {
@@ -191,7 +226,7 @@ impl Stage for Redact {
                 line: rec.line,
                 uuid: uuid.clone(),
                 path: f.path.as_deref().map(json::render),
-                fingerprint: Some(f.fingerprint.clone()),
+                fingerprint: (!f.fingerprint.is_empty()).then(|| f.fingerprint.clone()),
                 message: self.redactor.rule_title(f.rule).to_string(),
             });
             cx.count(&format!("redact/{id}"), 1);
@@ -212,6 +247,12 @@ impl Stage for Redact {
         Ok(Verdict::Keep)
     }
 
+    /// A line that is not a JSON object (truncated, BOM, array, string) is redacted as any
+    /// line is: JSON strings one by one when it parses, else as text.
+    fn opaque(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<()> {
+        self.record(rec, cx).map(|_| ())
+    }
+
     /// `tool-results/*.txt`: the whole text is scanned at once, so a key block spread over
     /// several lines is still found.
     fn text(&self, text: &[u8], cx: &mut Cx) -> Result<Option<Vec<u8>>> {
@@ -224,7 +265,7 @@ impl Stage for Redact {
                 line: 1 + memchr::memchr_iter(b'\n', &text[..upto]).count(),
                 uuid: None,
                 path: None,
-                fingerprint: Some(f.fingerprint.clone()),
+                fingerprint: (!f.fingerprint.is_empty()).then(|| f.fingerprint.clone()),
                 message: self.redactor.rule_title(f.rule).to_string(),
             });
             cx.count(&format!("redact/{id}"), 1);

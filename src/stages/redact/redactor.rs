@@ -12,8 +12,58 @@ use super::{checks, rules, RedactOptions, KEY_ENV};
 use crate::error::OptionError;
 use crate::transcript::record::Record;
 
-const DEFAULT_FINGERPRINT_KEY: &[u8] =
-    b"cchist fingerprint v1 (set CCHIST_REDACT_KEY for an unguessable one)";
+/// Where the per-machine fingerprint key lives, under the user's config folder.
+const MACHINE_KEY_FILE: &str = "cchist/redact.key";
+
+/// The per-machine fingerprint key: read from `$XDG_CONFIG_HOME/cchist/redact.key` (or
+/// `~/.config/…`), created there with 32 random bytes and mode 0600 when absent. None when
+/// there is no config folder, it cannot be written, or the file is readable by others: a
+/// fingerprint keyed by a known key would let anyone confirm a guessed weak password.
+pub fn machine_key() -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::Path::new(&h).join(".config"))
+        })?;
+    let path = base.join(MACHINE_KEY_FILE);
+    let read = |p: &std::path::Path| -> Option<Vec<u8>> {
+        let meta = std::fs::symlink_metadata(p).ok()?;
+        if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+            return None;
+        }
+        let k = std::fs::read(p).ok()?.trim_ascii().to_vec();
+        (k.len() >= 32).then_some(k)
+    };
+    if path.exists() {
+        return read(&path);
+    }
+    let dir = path.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .ok()?;
+    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    // Written aside, then linked into place: a concurrent run either wins or reads ours.
+    let tmp = dir.join(format!(".redact.key.{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()));
+    let linked = written.and_then(|_| std::fs::hard_link(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Some(hex.into_bytes()),
+        Err(_) => read(&path),
+    }
+}
 
 #[derive(Debug)]
 enum Part {
@@ -25,7 +75,7 @@ enum Part {
 /// A finding in one line or text: which rule, where, and a keyed fingerprint of the secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineFinding {
-    /// Index into [`Redactor::rule_ids`].
+    /// Index of the rule ([`Redactor::rule_id`]).
     pub rule: usize,
     /// JSON path of the string (None for plain text).
     pub path: Option<Vec<Seg>>,
@@ -58,8 +108,13 @@ pub struct Redactor {
     template: Vec<Part>,
     placeholder_re: Regex,
     key: Option<Vec<u8>>,
-    fp_key: Vec<u8>,
+    /// The fingerprint key: the configured key, else the per-machine key (loaded on the
+    /// first fingerprint), else none (findings then carry no fingerprint).
+    fp_key: std::sync::OnceLock<Option<Vec<u8>>>,
     has_field_rules: bool,
+    /// Index of the `private-key` rule, when active: the rule that owns key-block lines split
+    /// over the strings of an array (`structuredPatch` lines).
+    pem_rule: Option<usize>,
 }
 
 fn keyed_hash(key: &[u8], data: &[u8]) -> String {
@@ -180,10 +235,15 @@ impl Redactor {
                     ),
                 ));
             }
-            if let Some(k) = c.keywords.iter().find(|k| !valid_keyword(k)) {
-                return Err(OptionError::key("custom", format!("rule `{}`: keyword {k:?} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
-                    c.id
-                )));
+            if let Some(i) = c.keywords.iter().position(|k| !valid_keyword(k)) {
+                return Err(OptionError::key(
+                    "custom",
+                    format!(
+                        "rule `{}`: keyword #{} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
+                        c.id,
+                        i + 1
+                    ),
+                ));
             }
             let checks = c.entropy.map(checks::Check::Entropy).into_iter().collect();
             let title = if c.description.is_empty() {
@@ -239,15 +299,28 @@ impl Redactor {
             keywords.push(r.keywords.iter().map(scan::KwSpec::from).collect());
         }
         let has_field_rules = compiled.iter().any(|c| c.field);
+        let pem_rule = compiled.iter().position(|c| c.id == "private-key");
         let engine = Engine::new(compiled, keywords);
 
         let allow_regexes = opts
             .allow
             .regexes
             .iter()
-            .map(|r| {
-                Regex::new(r)
-                    .map_err(|e| OptionError::key("allow", format!("bad regex {r:?}: {e}")))
+            .enumerate()
+            .map(|(i, r)| {
+                regex::bytes::RegexBuilder::new(r)
+                    .size_limit(scan::CUSTOM_NFA_LIMIT)
+                    .build()
+                    .map_err(|e| {
+                        OptionError::key(
+                            "allow",
+                            format!(
+                                "regex #{} is not valid: {}",
+                                i + 1,
+                                scan::regex_problem(&e.to_string())
+                            ),
+                        )
+                    })
             })
             .collect::<std::result::Result<_, _>>()?;
         let allow_paths = opts
@@ -295,11 +368,13 @@ impl Redactor {
             allow_types: opts.allow.record_types.clone(),
             template,
             placeholder_re,
-            fp_key: key
-                .clone()
-                .unwrap_or_else(|| DEFAULT_FINGERPRINT_KEY.to_vec()),
+            fp_key: match &key {
+                Some(k) => std::sync::OnceLock::from(Some(k.clone())),
+                None => std::sync::OnceLock::new(),
+            },
             key,
             has_field_rules,
+            pem_rule,
         })
     }
 
@@ -318,9 +393,13 @@ impl Redactor {
         self.engine.keywords()
     }
 
-    /// A keyed short hash of `secret` (the pseudonym, and the fingerprint in reports).
+    /// A keyed short hash of `secret` (the fingerprint in reports); empty when there is no
+    /// key to take (no configured key, no per-machine key file).
     pub fn fingerprint(&self, secret: &[u8]) -> String {
-        keyed_hash(&self.fp_key, secret)
+        match self.fp_key.get_or_init(machine_key) {
+            Some(k) => keyed_hash(k, secret),
+            None => String::new(),
+        }
     }
 
     /// Redact one JSONL line (prefiltered).
@@ -336,6 +415,7 @@ impl Redactor {
 
     fn line(&self, line: &[u8], full: bool) -> LineResult {
         let mut raw_hits = Vec::new();
+        let mut esc_pos = Vec::new();
         let mut escaped = false;
         if !full {
             self.engine.hits(line, true, &mut raw_hits);
@@ -344,20 +424,29 @@ impl Redactor {
             }
             // An escape that could hide a keyword: strings holding one are decoded and searched.
             escaped = raw_hits.iter().any(|h| h.rule == scan::ESCAPE);
+            st_escapes(&raw_hits, &mut esc_pos);
             raw_hits.retain(|h| h.rule != scan::ESCAPE);
             raw_hits.sort_unstable_by_key(|h| (h.pos, h.rule));
         }
+        // A key block may go on in later strings of its array (one patch line each): walk on.
+        let block = raw_hits
+            .iter()
+            .any(|h| self.engine.rules[h.rule as usize].trim);
         // Strings starting after the last occurrence hold none (unless an escape hides one).
-        let stop = if full || escaped {
+        let stop = if full || escaped || block {
             usize::MAX
         } else {
             raw_hits.last().map_or(0, |h| h.pos)
         };
         let mut st = LineState::default();
         let walked = json::walk_until(line, stop, |tok, frames| {
-            if !tok.is_key && st.ok {
-                self.string(line, tok, frames, &raw_hits, full, &mut st);
+            if !st.ok {
+                return;
             }
+            if !tok.is_key && self.pem_line(line, tok, frames, &mut st) {
+                return;
+            }
+            self.string(line, tok, frames, &raw_hits, &esc_pos, full, &mut st);
         });
         if walked.is_err() || !st.ok {
             let (new, found) = self.text(line, full);
@@ -391,12 +480,14 @@ impl Redactor {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn string(
         &self,
         line: &[u8],
         tok: &Tok,
         frames: &[Frame],
         raw_hits: &[Hit],
+        esc_pos: &[usize],
         full: bool,
         st: &mut LineState,
     ) {
@@ -408,7 +499,7 @@ impl Redactor {
         };
         let val_hits = in_range(s, e);
         let key = match frames.last() {
-            Some(Frame::Obj(Some(k))) if self.has_field_rules => Some(*k),
+            Some(Frame::Obj(Some(k))) if self.has_field_rules && !tok.is_key => Some(*k),
             _ => None,
         };
         let key_hits: Vec<Hit> = match key {
@@ -419,7 +510,13 @@ impl Redactor {
                 .collect(),
             _ => Vec::new(),
         };
-        let hidden = tok.flags & (esc::U | esc::SLASH) != 0;
+        // `\u00` / `:\/` inside the string, possibly itself escaped (`\\u0041` in
+        // stringified JSON): decode it and search what it hides.
+        let nested_escape = {
+            let lo = esc_pos.partition_point(|&p| p < s);
+            esc_pos.get(lo).is_some_and(|&p| p < e)
+        };
+        let hidden = tok.flags & (esc::U | esc::SLASH) != 0 || nested_escape;
         let key_hidden = key.is_some_and(|(_, _, kf)| kf & (esc::U | esc::SLASH) != 0);
         if !full && val_hits.is_empty() && key_hits.is_empty() && !hidden && !key_hidden {
             return;
@@ -445,6 +542,35 @@ impl Redactor {
         // run finds nothing.
         let mut cur = text;
         let mut path: Option<Vec<Seg>> = None;
+        let path_of = |st: &LineState| {
+            let mut p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
+            if tok.is_key {
+                // A key's own path: its object, then the key as it now reads.
+                p.push(Seg::Key(String::new()));
+            }
+            p
+        };
+        // Only where an escape may hide a keyword (`\u0041`, `:\/`) or the string is
+        // stringified JSON: searching a string twice costs throughput.
+        let has = |n: &[u8]| memchr::memmem::find(&cur, n).is_some();
+        if memchr::memchr(b'\\', &cur).is_some()
+            && (has(b"\\u00")
+                || has(b":\\/")
+                || matches!(cur.trim_ascii_start().first(), Some(b'{' | b'[')))
+        {
+            let (new, found) = self.nested(&cur, full);
+            if let Some(new) = new {
+                let p = path.get_or_insert_with(|| path_of(st));
+                if self.allow_paths.iter().any(|g| g.allows(p)) {
+                    return;
+                }
+                for mut f in found {
+                    f.path = Some(p.clone());
+                    st.findings.push(f);
+                }
+                cur = std::borrow::Cow::Owned(new);
+            }
+        }
         for round in 0..MAX_ROUNDS {
             let mut found = Vec::new();
             if full {
@@ -472,7 +598,7 @@ impl Redactor {
             if found.is_empty() {
                 break;
             }
-            let p = path.get_or_insert_with(|| json::path_of(line, frames));
+            let p = path.get_or_insert_with(|| path_of(st));
             if round == 0 && self.allow_paths.iter().any(|g| g.allows(p)) {
                 return;
             }
@@ -487,7 +613,34 @@ impl Redactor {
             }
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
-        let Some(path) = path else { return };
+        let Some(mut path) = path else { return };
+        if tok.is_key {
+            // Two secret keys of one object must not become the same key (a parser would keep
+            // only the last member): later ones get `#2`, `#3`, ….
+            let mut parent = path.clone();
+            parent.pop();
+            let base = String::from_utf8_lossy(&cur).into_owned();
+            let n = st.key_names.entry((parent, base.clone())).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                cur = std::borrow::Cow::Owned(format!("{base}#{n}").into_bytes());
+            }
+            // Later paths through this object name the key as redacted.
+            let k = String::from_utf8_lossy(&cur).into_owned();
+            st.keys.insert(s, k.clone());
+            if let Some(Seg::Key(last)) = path.last_mut() {
+                *last = k.clone();
+            }
+            let n = st.findings.len();
+            for f in st.findings[..n].iter_mut().rev() {
+                match &mut f.path {
+                    Some(fp) if fp.last() == Some(&Seg::Key(String::new())) => {
+                        *fp.last_mut().expect("non-empty") = Seg::Key(k.clone())
+                    }
+                    _ => break,
+                }
+            }
+        }
         for (i, seg) in path.iter().enumerate() {
             if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
                 st.blocks.push(path[..i + 2].to_vec());
@@ -554,6 +707,163 @@ impl Redactor {
         }
     }
 
+    /// A decoded string that still holds escapes (`\u0041`, `\/`): stringified JSON is redacted
+    /// as a JSON line of its own (its other bytes kept); other text is unescaped once and
+    /// redacted as text. The new string and the findings, when something was found.
+    fn nested(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
+        let t = text.trim_ascii_start();
+        if matches!(t.first(), Some(b'{' | b'[')) && json::walk(text, |_, _| {}).is_ok() {
+            // Its strings are decoded and searched one by one: nothing else to unescape.
+            let res = self.line(text, full);
+            return match res.line {
+                Some(l) => (Some(l), res.findings),
+                None => (None, Vec::new()),
+            };
+        }
+        // Other text: read its escapes once more (`\n`, `\"`, `\u0041`, `\/`), search that,
+        // and replace the secrets found at the same places in the text as it is.
+        let mut un = Vec::with_capacity(text.len());
+        let mut map = Vec::with_capacity(text.len() + 1);
+        let mut i = 0;
+        while i < text.len() {
+            let c = text[i];
+            if c == b'\\' {
+                let hex = text.get(i + 2..i + 6).and_then(|h| {
+                    std::str::from_utf8(h)
+                        .ok()
+                        .filter(|h| h.starts_with("00"))
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                });
+                let (b, n) = match (text.get(i + 1), hex) {
+                    (Some(b'u'), Some(b)) if b.is_ascii_graphic() => (b, 6),
+                    (Some(b'/'), _) => (b'/', 2),
+                    (Some(b'"'), _) => (b'"', 2),
+                    (Some(b'\\'), _) => (b'\\', 2),
+                    (Some(b'n'), _) => (b'\n', 2),
+                    (Some(b'r'), _) => (b'\r', 2),
+                    (Some(b't'), _) => (b'\t', 2),
+                    _ => (c, 1),
+                };
+                un.push(b);
+                map.push(i);
+                i += n;
+                continue;
+            }
+            un.push(c);
+            map.push(i);
+            i += 1;
+        }
+        map.push(text.len());
+        if un.len() == text.len() {
+            return (None, Vec::new());
+        }
+        let mut found = Vec::new();
+        if full {
+            self.engine.find_all(&un, false, &mut found);
+        } else {
+            let mut hits = Vec::new();
+            self.engine.hits(&un, false, &mut hits);
+            self.engine.find(&un, &mut hits, &mut found);
+        }
+        self.finish(&un, &mut found);
+        if found.is_empty() {
+            return (None, Vec::new());
+        }
+        let findings = found
+            .iter()
+            .map(|f| LineFinding {
+                rule: f.rule as usize,
+                path: None,
+                offset: map[f.start],
+                len: map[f.end] - map[f.start],
+                fingerprint: self.fingerprint(&un[f.start..f.end]),
+            })
+            .collect();
+        let mapped: Vec<Found> = found
+            .iter()
+            .map(|f| Found {
+                rule: f.rule,
+                start: map[f.start],
+                end: map[f.end],
+                mstart: map[f.mstart],
+                mend: map[f.mend],
+            })
+            .collect();
+        (Some(self.replace(text, &mapped)), findings)
+    }
+
+    /// A string of an array that carries a private-key block one line per string (the
+    /// `lines` of an Edit's `structuredPatch`, each prefixed by `+`, `-` or a space). Opens
+    /// the block at its BEGIN line; replaces each body line's base64 while it is open.
+    /// True when the string was handled here.
+    fn pem_line(&self, line: &[u8], tok: &Tok, frames: &[Frame], st: &mut LineState) -> bool {
+        let Some(rule) = self.pem_rule else {
+            return false;
+        };
+        let in_array = matches!(frames.last(), Some(Frame::Arr(_)));
+        let raw = &line[tok.start..tok.end];
+        let has = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
+        if st.pem.is_some_and(|d| d != frames.len() || !in_array) {
+            st.pem = None;
+        }
+        if st.pem.is_none() {
+            if in_array && has(b"-----BEGIN ") && has(b"PRIVATE KEY") && !has(b"-----END ") {
+                st.pem = Some(frames.len());
+                st.pem_reported = false;
+            }
+            return false;
+        }
+        if has(b"-----END ") || has(b"-----BEGIN ") {
+            st.pem = None;
+            return false;
+        }
+        let body = match raw.first() {
+            Some(b'+' | b'-' | b' ') => &raw[1..],
+            _ => raw,
+        };
+        let body = body.trim_ascii();
+        let is_b64 = body.len() >= 8
+            && body
+                .iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+        if !is_b64 {
+            return false;
+        }
+        let p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
+        if self.allow_paths.iter().any(|g| g.allows(&p)) {
+            return true;
+        }
+        // `body` is a sub-slice of `raw` (base64 needs no escapes): its offset in the line.
+        let start = tok.start + (body.as_ptr() as usize - raw.as_ptr() as usize);
+        let end = start + body.len();
+        if !st.pem_reported {
+            st.pem_reported = true;
+            st.findings.push(LineFinding {
+                rule,
+                path: Some(p.clone()),
+                offset: start - tok.start,
+                len: body.len(),
+                fingerprint: self.fingerprint(body),
+            });
+        }
+        let mut enc = Vec::new();
+        let found = [Found {
+            rule: rule as u32,
+            start: 0,
+            end: body.len(),
+            mstart: 0,
+            mend: body.len(),
+        }];
+        enc.extend_from_slice(&self.replace(body, &found));
+        st.edits.push((start, end, enc));
+        for (i, seg) in p.iter().enumerate() {
+            if seg == &Seg::Key("content".into()) && matches!(p.get(i + 1), Some(Seg::Idx(_))) {
+                st.blocks.push(p[..i + 2].to_vec());
+            }
+        }
+        true
+    }
+
     /// Allowlist, placeholders already there, overlaps.
     fn finish(&self, text: &[u8], found: &mut Vec<Found>) {
         found.retain(|f| {
@@ -584,7 +894,8 @@ impl Redactor {
                         out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
                     }
                     Part::Hash => {
-                        let k = self.key.as_deref().unwrap_or(&self.fp_key);
+                        // `{hash}` is refused without a configured key.
+                        let k = self.key.as_deref().unwrap_or_default();
                         out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
                     }
                 }
@@ -648,6 +959,16 @@ impl Redactor {
     }
 }
 
+/// Offsets of the escape hits among `hits`, sorted.
+fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
+    out.extend(
+        hits.iter()
+            .filter(|h| h.rule == scan::ESCAPE)
+            .map(|h| h.pos),
+    );
+    out.sort_unstable();
+}
+
 /// Rounds of search-and-replace on one string before giving up on a fixpoint.
 const MAX_ROUNDS: usize = 8;
 
@@ -662,6 +983,14 @@ fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]>> {
 
 struct LineState {
     edits: Vec<(usize, usize, Vec<u8>)>,
+    /// Object keys that were redacted: start offset → the key as it now reads.
+    keys: std::collections::HashMap<usize, String>,
+    /// Redacted keys per object (path of the object, key): how many so far.
+    key_names: std::collections::BTreeMap<(Vec<Seg>, String), usize>,
+    /// Depth of the array whose strings carry an open private-key block, one line each.
+    pem: Option<usize>,
+    /// The open block has been reported.
+    pem_reported: bool,
     findings: Vec<LineFinding>,
     blocks: Vec<Vec<Seg>>,
     /// False once a string could not be decoded: the line is then redacted as text.
@@ -672,6 +1001,10 @@ impl Default for LineState {
     fn default() -> Self {
         LineState {
             edits: Vec::new(),
+            keys: Default::default(),
+            key_names: Default::default(),
+            pem: None,
+            pem_reported: false,
             findings: Vec::new(),
             blocks: Vec::new(),
             ok: true,

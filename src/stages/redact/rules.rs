@@ -116,6 +116,11 @@ pub enum Confirm {
     AssignWord(u16, Val),
     /// The userinfo of a URL: `user:password@` within 400 bytes after `://`.
     UserInfo,
+    /// A command-line flag: up to `n` more name bytes (`[\w-]`), then `=` or a blank.
+    Flag(u16),
+    /// A word ends (an `s` may follow) with a blank, `:` or `=`, and a digit follows within
+    /// `n` bytes on its line.
+    Prose(u16),
     /// `[\s'"]{0,3}[:=][\s'"]{0,3}basic` (case-insensitive) follows `authorization`.
     AuthBasic,
     /// A blank then `-u` or `--user` within the same command (400 bytes, no `\n|;&`).
@@ -206,8 +211,9 @@ use Confirm::*;
 use Val::Of;
 
 const ANY: Val = Val::Any;
-const ENV: Val = Val::Of(Class::Unquoted, 6);
-const GEN: Val = Val::Of(Class::Generic, 6);
+const ENV: Val = Val::Of(Class::Unquoted, 4);
+// One byte: after the first, a value may hold `$` and `?`, which the class leaves out.
+const GEN: Val = Val::Of(Class::Generic, 1);
 
 macro_rules! assign_rule {
     ($prefix:literal, $value:literal) => {
@@ -224,9 +230,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "aws-access-key-id",
         title: "AWS access key ID",
-        description: "An AWS access key ID (`AKIA…`, `ASIA…` temporary, `ABIA…` STS service bearer): 20 upper-case characters. Paired with a secret access key it signs requests to AWS. Documentation examples such as `AKIAIOSFODNN7EXAMPLE` are redacted too: they are often what a test plants.",
-        regex: r"\b(?:AKIA|ASIA|ABIA)[A-Z2-7]{16}\b",
-        keywords: &[cs("AKIA", Tail(Upper, 16)), cs("ASIA", Tail(Upper, 16)), cs("ABIA", Tail(Upper, 16))],
+        description: "An AWS access key ID (`AKIA…`, `ASIA…` temporary, `ABIA…`/`ACCA…` service keys): the prefix and 16 upper-case letters or digits, also glued to a word, an escape or a `%XX` code. AWS's documented examples (`AKIAIOSFODNN7EXAMPLE`, anything ending in `EXAMPLE`) are left alone.",
+        regex: r"(?:^|[^A-Z0-9]|%[0-9A-Fa-f]{2})(?P<secret>(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
+        keywords: &[cs("AKIA", Tail(Upper, 16)), cs("ASIA", Tail(Upper, 16)), cs("ABIA", Tail(Upper, 16)), cs("ACCA", Tail(Upper, 16))],
+        before: 3,
         checks: &[Entropy(3.0)],
         ..BASE
     },
@@ -244,6 +251,16 @@ pub static RULES: &[Rule] = &[
         before: 4,
         checks: &[Entropy(3.5)],
         field: true,
+        ..BASE
+    },
+    Rule {
+        id: "aws-secret-near-key-id",
+        title: "AWS secret access key next to its key ID",
+        description: "A 40-character base64 value (upper, lower case and digits) within 100 characters of an AWS access key ID in the same string, with no name before it (`AKIA… wJalr…` pasted together).",
+        regex: r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?s:.){0,100}?[^A-Za-z0-9/+=](?P<secret>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)|(?:^|[^A-Za-z0-9/+=])(?P<secret2>[A-Za-z0-9/+]{40})[^A-Za-z0-9/+=](?s:.){0,100}?(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
+        keywords: &[cs("AKIA", Tail(Upper, 16)), cs("ASIA", Tail(Upper, 16)), cs("ABIA", Tail(Upper, 16)), cs("ACCA", Tail(Upper, 16))],
+        before: 142,
+        checks: &[Mixed, Entropy(4.0)],
         ..BASE
     },
     Rule {
@@ -265,7 +282,7 @@ pub static RULES: &[Rule] = &[
         id: "github-pat",
         title: "GitHub personal access token (classic)",
         description: "A classic GitHub personal access token: `ghp_` and 36 alphanumerics.",
-        regex: r"\bghp_[0-9A-Za-z]{36}\b",
+        regex: r"ghp_[0-9A-Za-z]{36}\b",
         keywords: &[cs("ghp_", Tail(Alnum, 36))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -274,7 +291,7 @@ pub static RULES: &[Rule] = &[
         id: "github-fine-grained-pat",
         title: "GitHub fine-grained personal access token",
         description: "A fine-grained GitHub personal access token: `github_pat_` and 82 word characters.",
-        regex: r"\bgithub_pat_\w{82}\b",
+        regex: r"github_pat_\w{82}\b",
         keywords: &[cs("github_pat_", Tail(Word, 82))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -283,7 +300,7 @@ pub static RULES: &[Rule] = &[
         id: "github-app-token",
         title: "GitHub App token",
         description: "A GitHub App user-to-server (`ghu_`) or installation (`ghs_`) token, as in `GITHUB_TOKEN` inside Actions.",
-        regex: r"\bgh[us]_[0-9A-Za-z]{36}\b",
+        regex: r"gh[us]_[0-9A-Za-z]{36}\b",
         keywords: &[cs("ghu_", Tail(Alnum, 36)), cs("ghs_", Tail(Alnum, 36))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -292,7 +309,7 @@ pub static RULES: &[Rule] = &[
         id: "github-oauth-token",
         title: "GitHub OAuth access token",
         description: "A GitHub OAuth access token (`gho_`), as stored by `gh auth login`.",
-        regex: r"\bgho_[0-9A-Za-z]{36}\b",
+        regex: r"gho_[0-9A-Za-z]{36}\b",
         keywords: &[cs("gho_", Tail(Alnum, 36))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -301,7 +318,7 @@ pub static RULES: &[Rule] = &[
         id: "github-refresh-token",
         title: "GitHub refresh token",
         description: "A GitHub App refresh token (`ghr_`).",
-        regex: r"\bghr_[0-9A-Za-z]{36,76}\b",
+        regex: r"ghr_[0-9A-Za-z]{36,76}\b",
         keywords: &[cs("ghr_", Tail(Alnum, 36))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -310,7 +327,7 @@ pub static RULES: &[Rule] = &[
         id: "gitlab-pat",
         title: "GitLab personal access token",
         description: "A GitLab personal, project or group access token (`glpat-`), including the routable format with a `.xx…` suffix.",
-        regex: r"\bglpat-[\w-]{20,300}(?:\.[0-9a-z]{9})?",
+        regex: r"glpat-[\w-]{20,300}(?:\.[0-9a-z]{9})?",
         keywords: &[cs("glpat-", Tail(WordDash, 20))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -319,7 +336,7 @@ pub static RULES: &[Rule] = &[
         id: "gitlab-token",
         title: "GitLab CI/runner/deploy token",
         description: "Other GitLab tokens: pipeline trigger (`glptt-`), runner authentication (`glrt-`) and deploy (`gldt-`) tokens.",
-        regex: r"\b(?:glptt-[0-9a-f]{40}|glrt-[\w-]{20,300}(?:\.[0-9a-z]{9})?|gldt-[\w-]{20,300})",
+        regex: r"(?:glptt-[0-9a-f]{40}|glrt-[\w-]{20,300}(?:\.[0-9a-z]{9})?|gldt-[\w-]{20,300})",
         keywords: &[cs("glptt-", Tail(Hex, 40)), cs("glrt-", Tail(WordDash, 20)), cs("gldt-", Tail(WordDash, 20))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -328,7 +345,7 @@ pub static RULES: &[Rule] = &[
         id: "anthropic-api-key",
         title: "Anthropic API key",
         description: "An Anthropic API key: `sk-ant-api03-` and about 95 characters.",
-        regex: r"\bsk-ant-api\d\d-[\w-]{32,300}",
+        regex: r"sk-ant-api\d\d-[\w-]{32,300}",
         keywords: &[cs("sk-ant-", Tail(WordDash, 38))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -337,7 +354,7 @@ pub static RULES: &[Rule] = &[
         id: "anthropic-admin-key",
         title: "Anthropic Admin API key",
         description: "An Anthropic Admin API key (`sk-ant-admin01-…`), which manages an organization.",
-        regex: r"\bsk-ant-admin\d\d-[\w-]{32,300}",
+        regex: r"sk-ant-admin\d\d-[\w-]{32,300}",
         keywords: &[cs("sk-ant-", Tail(WordDash, 38))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -346,7 +363,7 @@ pub static RULES: &[Rule] = &[
         id: "anthropic-oauth-token",
         title: "Anthropic OAuth token",
         description: "A Claude OAuth access or refresh token (`sk-ant-oat01-…`, `sk-ant-ort01-…`), as used by Claude Code subscriptions.",
-        regex: r"\bsk-ant-o[ar]t\d\d-[\w-]{32,300}",
+        regex: r"sk-ant-o[ar]t\d\d-[\w-]{32,300}",
         keywords: &[cs("sk-ant-", Tail(WordDash, 38))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -365,7 +382,7 @@ pub static RULES: &[Rule] = &[
         id: "openai-project-key",
         title: "OpenAI project API key",
         description: "An OpenAI project API key (`sk-proj-…`).",
-        regex: r"\bsk-proj-[\w-]{40,300}",
+        regex: r"sk-proj-[\w-]{40,300}",
         keywords: &[cs("sk-proj-", Tail(WordDash, 40))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -374,7 +391,7 @@ pub static RULES: &[Rule] = &[
         id: "openai-service-key",
         title: "OpenAI service account key",
         description: "An OpenAI service account key (`sk-svcacct-…`).",
-        regex: r"\bsk-svcacct-[\w-]{40,300}",
+        regex: r"sk-svcacct-[\w-]{40,300}",
         keywords: &[cs("sk-svcacct-", Tail(WordDash, 40))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -383,7 +400,7 @@ pub static RULES: &[Rule] = &[
         id: "openai-admin-key",
         title: "OpenAI admin key",
         description: "An OpenAI admin key (`sk-admin-…`).",
-        regex: r"\bsk-admin-[\w-]{40,300}",
+        regex: r"sk-admin-[\w-]{40,300}",
         keywords: &[cs("sk-admin-", Tail(WordDash, 40))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -392,7 +409,7 @@ pub static RULES: &[Rule] = &[
         id: "openrouter-api-key",
         title: "OpenRouter API key",
         description: "An OpenRouter API key (`sk-or-v1-` and 64 hex digits).",
-        regex: r"\bsk-or-v1-[0-9a-f]{64}\b",
+        regex: r"sk-or-v1-[0-9a-f]{64}\b",
         keywords: &[cs("sk-or-v1-", Tail(Hex, 64))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -401,7 +418,7 @@ pub static RULES: &[Rule] = &[
         id: "groq-api-key",
         title: "Groq API key",
         description: "A Groq API key (`gsk_` and 52 alphanumerics).",
-        regex: r"\bgsk_[A-Za-z0-9]{52}\b",
+        regex: r"gsk_[A-Za-z0-9]{52}\b",
         keywords: &[cs("gsk_", Tail(Alnum, 52))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -410,7 +427,7 @@ pub static RULES: &[Rule] = &[
         id: "xai-api-key",
         title: "xAI API key",
         description: "An xAI (Grok) API key (`xai-` and 80 alphanumerics).",
-        regex: r"\bxai-[A-Za-z0-9]{80}\b",
+        regex: r"xai-[A-Za-z0-9]{80}\b",
         keywords: &[cs("xai-", Tail(Alnum, 80))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -419,7 +436,7 @@ pub static RULES: &[Rule] = &[
         id: "perplexity-api-key",
         title: "Perplexity API key",
         description: "A Perplexity API key (`pplx-` and 48 alphanumerics).",
-        regex: r"\bpplx-[A-Za-z0-9]{48}\b",
+        regex: r"pplx-[A-Za-z0-9]{48}\b",
         keywords: &[cs("pplx-", Tail(Alnum, 48))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -446,7 +463,7 @@ pub static RULES: &[Rule] = &[
         id: "slack-bot-token",
         title: "Slack bot token",
         description: "A Slack bot token (`xoxb-…`).",
-        regex: r"\bxoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9-]*",
+        regex: r"xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9-]*",
         keywords: &[cs("xox", Lit(&["a-", "b-", "e-", "e.", "o-", "p-", "r-", "s-"], Token, 8))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -455,7 +472,7 @@ pub static RULES: &[Rule] = &[
         id: "slack-user-token",
         title: "Slack user token",
         description: "A Slack user token (`xoxp-…`, `xoxe-…`).",
-        regex: r"\bxox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9-]{28,34}",
+        regex: r"xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9-]{28,34}",
         keywords: &[cs("xox", Lit(&["a-", "b-", "e-", "e.", "o-", "p-", "r-", "s-"], Token, 8))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -473,7 +490,7 @@ pub static RULES: &[Rule] = &[
         id: "slack-legacy-token",
         title: "Slack legacy token",
         description: "A legacy Slack workspace, OAuth or refresh token (`xoxa-`, `xoxo-`, `xoxs-`, `xoxr-`).",
-        regex: r"\bxox[aors]-(?:\d-)?[0-9A-Za-z-]{8,48}",
+        regex: r"xox[aors]-(?:\d-)?[0-9A-Za-z-]{8,48}",
         keywords: &[cs("xox", Lit(&["a-", "b-", "e-", "e.", "o-", "p-", "r-", "s-"], Token, 8))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -482,7 +499,7 @@ pub static RULES: &[Rule] = &[
         id: "slack-config-token",
         title: "Slack configuration token",
         description: "A Slack app configuration access or refresh token (`xoxe.xoxp-1-…`, `xoxe-1-…`).",
-        regex: r"\bxoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{146,166}",
+        regex: r"xoxe(?:\.xox[bp])?-\d-[A-Za-z0-9]{146,166}",
         keywords: &[cs("xox", Lit(&["a-", "b-", "e-", "e.", "o-", "p-", "r-", "s-"], Token, 8))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -499,7 +516,7 @@ pub static RULES: &[Rule] = &[
         id: "stripe-secret-key",
         title: "Stripe secret or restricted key",
         description: "A Stripe secret (`sk_live_`, `sk_test_`) or restricted (`rk_…`) API key.",
-        regex: r"\b[rs]k_(?:test|live)_[A-Za-z0-9]{10,247}\b",
+        regex: r"[rs]k_(?:test|live)_[A-Za-z0-9]{10,247}\b",
         keywords: &[cs("k_live_", Tail(Alnum, 10)), cs("k_test_", Tail(Alnum, 10))],
         before: 1,
         checks: &[Entropy(3.0)],
@@ -509,7 +526,7 @@ pub static RULES: &[Rule] = &[
         id: "stripe-webhook-secret",
         title: "Stripe webhook signing secret",
         description: "A Stripe webhook signing secret (`whsec_…`).",
-        regex: r"\bwhsec_[A-Za-z0-9+/=]{32,100}",
+        regex: r"whsec_[A-Za-z0-9+/=]{32,100}",
         keywords: &[cs("whsec_", Tail(B64, 32))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -518,7 +535,7 @@ pub static RULES: &[Rule] = &[
         id: "google-api-key",
         title: "Google API key",
         description: "A Google (GCP, Firebase, Gemini, Maps) API key: `AIza` and 35 characters.",
-        regex: r"\b(?P<secret>AIza[\w-]{35})(?:[^\w-]|$)",
+        regex: r"(?P<secret>AIza[\w-]{35})(?:[^\w-]|$)",
         keywords: &[cs("AIza", Tail(WordDash, 35))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -527,7 +544,7 @@ pub static RULES: &[Rule] = &[
         id: "google-oauth-client-secret",
         title: "Google OAuth client secret",
         description: "A Google OAuth client secret (`GOCSPX-…`).",
-        regex: r"\b(?P<secret>GOCSPX-[\w-]{28})(?:[^\w-]|$)",
+        regex: r"(?P<secret>GOCSPX-[\w-]{28})(?:[^\w-]|$)",
         keywords: &[cs("GOCSPX-", Tail(WordDash, 28))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -536,7 +553,7 @@ pub static RULES: &[Rule] = &[
         id: "google-oauth-access-token",
         title: "Google OAuth access token",
         description: "A Google OAuth 2.0 access token (`ya29.…`), as printed by `gcloud auth print-access-token`.",
-        regex: r"\bya29\.[\w-]{30,2048}",
+        regex: r"ya29\.[\w-]{30,2048}",
         keywords: &[cs("ya29.", Tail(WordDash, 30))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -627,17 +644,17 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "twilio-credentials",
         title: "Twilio API key or auth token",
-        description: "A Twilio API key (`SK` and 32 hex digits) or auth token assigned to a Twilio-named variable.",
-        regex: assign_rule!(r"(?i:twilio)", r"(?P<secret>SK[0-9a-fA-F]{32}|[0-9a-f]{32})\b"),
-        keywords: &[ci("twilio", Assign(40, Of(Alnum, 32)))],
-        checks: &[NotAllDigits],
+        description: "A Twilio API key (`SK` and 32 hex digits) or auth token (32 hex digits) within 300 characters after the word Twilio (a Twilio-named variable, a `twilio` client call, a config block).",
+        regex: r#"(?i:twilio)(?s:.){0,300}?[\s=:(,'"`](?P<secret>SK[0-9a-fA-F]{32}|[0-9a-f]{32})\b"#,
+        keywords: &[ci("twilio", Any)],
+        checks: &[NotAllDigits, Entropy(3.0)],
         ..BASE
     },
     Rule {
         id: "sendgrid-api-key",
         title: "SendGrid API key",
         description: "A SendGrid API key (`SG.` + 22 + `.` + 43 characters).",
-        regex: r"\bSG\.[\w-]{22}\.[\w-]{43}",
+        regex: r"SG\.[\w-]{22}\.[\w-]{43}",
         keywords: &[cs("SG.", Tail(WordDash, 22))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -645,19 +662,19 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "mailgun-api-key",
         title: "Mailgun API key",
-        description: "A Mailgun private API key or webhook signing key assigned to a Mailgun-named variable.",
-        regex: assign_rule!(r"(?i:mailgun)", r"(?P<secret>(?:key-)?[0-9a-f]{32}(?:-[0-9a-f]{8}-[0-9a-f]{8})?)\b"),
-        keywords: &[ci("mailgun", Assign(40, Of(WordDash, 32)))],
-        checks: &[NotAllDigits],
+        description: "A Mailgun private API key (`key-` and 32 hex digits, anywhere) or webhook signing key assigned to a Mailgun-named variable.",
+        regex: concat!(assign_rule!(r"(?i:mailgun)", r"(?P<secret>(?:key-)?[0-9a-f]{32}(?:-[0-9a-f]{8}-[0-9a-f]{8})?)\b"), r"|(?P<secret2>key-[0-9a-f]{32})\b"),
+        keywords: &[ci("mailgun", Assign(40, Of(WordDash, 32))), cs("key-", Tail(Hex, 32))],
+        checks: &[NotAllDigits, Entropy(3.0)],
         ..BASE
     },
     Rule {
         id: "discord-bot-token",
         title: "Discord bot token",
-        description: "A Discord bot token (three dot-separated parts) assigned to a Discord-named variable.",
-        regex: assign_rule!(r"(?i:discord)", r"(?:Bot[ \t]+)?(?P<secret>[MNO][\w-]{23,25}\.[\w-]{6}\.[\w-]{27,38})"),
-        keywords: &[ci("discord", Assign(40, ANY))],
-        checks: &[Entropy(3.5)],
+        description: "A Discord bot token (three dot-separated parts, the first the base64 of the bot's numeric id) within 300 characters after the word Discord, or passed to `.run(`/`.login(`.",
+        regex: r#"(?:(?i:discord)(?s:.){0,300}?[^\w.-]|\.(?:run|login)\(['"`])(?P<secret>[MNO][\w-]{23,27}\.[\w-]{6,7}\.[\w-]{27,40})(?:[^\w.-]|$)"#,
+        keywords: &[ci("discord", Any), cs(".run(", Lit(&["'", "\"", "`"], WordDash, 24)), cs(".login(", Lit(&["'", "\"", "`"], WordDash, 24))],
+        checks: &[DiscordToken],
         ..BASE
     },
     Rule {
@@ -683,7 +700,7 @@ pub static RULES: &[Rule] = &[
         id: "npm-access-token",
         title: "npm access token",
         description: "An npm access token (`npm_` and 36 alphanumerics).",
-        regex: r"\bnpm_[A-Za-z0-9]{36}\b",
+        regex: r"npm_[A-Za-z0-9]{36}\b",
         keywords: &[cs("npm_", Tail(Alnum, 36))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -701,7 +718,7 @@ pub static RULES: &[Rule] = &[
         id: "pypi-upload-token",
         title: "PyPI upload token",
         description: "A PyPI API token (`pypi-AgEIcHlwaS5vcmc…`).",
-        regex: r"\bpypi-AgEIcHlwaS5vcmc[\w-]{50,1000}",
+        regex: r"pypi-AgEIcHlwaS5vcmc[\w-]{50,1000}",
         keywords: &[cs("pypi-AgEIcHlwaS5vcmc", Tail(WordDash, 50))],
         ..BASE
     },
@@ -709,7 +726,7 @@ pub static RULES: &[Rule] = &[
         id: "heroku-api-key",
         title: "Heroku API key",
         description: "A Heroku API key: the newer `HRKU-AA…` format, or a UUID assigned to a Heroku-named variable (`HEROKU_API_KEY=…`).",
-        regex: r#"(?i:heroku)[\w.-]{0,40}[\s'"]{0,3}(?:=|:=|=>|:)[\s'"]{0,5}(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b|\b(?P<secret2>HRKU-AA[\w-]{58})"#,
+        regex: r#"(?i:heroku)[\w.-]{0,40}[\s'"]{0,3}(?:=|:=|=>|:)[\s'"]{0,5}(?P<secret>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\b|(?P<secret2>HRKU-AA[\w-]{58})"#,
         keywords: &[ci("heroku", Assign(40, Of(WordDash, 36))), cs("HRKU-AA", Tail(WordDash, 58))],
         ..BASE
     },
@@ -717,7 +734,7 @@ pub static RULES: &[Rule] = &[
         id: "digitalocean-token",
         title: "DigitalOcean token",
         description: "A DigitalOcean personal access (`dop_v1_`), OAuth (`doo_v1_`) or refresh (`dor_v1_`) token.",
-        regex: r"\bdo[opr]_v1_[a-f0-9]{64}\b",
+        regex: r"do[opr]_v1_[a-f0-9]{64}\b",
         keywords: &[cs("_v1_", Tail(Hex, 64))],
         before: 3,
         checks: &[Entropy(3.0)],
@@ -727,7 +744,7 @@ pub static RULES: &[Rule] = &[
         id: "vault-token",
         title: "HashiCorp Vault token",
         description: "A HashiCorp Vault service token (`hvs.…`).",
-        regex: r"\bhvs\.[\w-]{90,400}",
+        regex: r"hvs\.[\w-]{90,400}",
         keywords: &[cs("hvs.", Tail(WordDash, 90))],
         checks: &[Entropy(3.5)],
         ..BASE
@@ -736,7 +753,7 @@ pub static RULES: &[Rule] = &[
         id: "databricks-token",
         title: "Databricks access token",
         description: "A Databricks personal access token (`dapi` and 32 hex digits).",
-        regex: r"\bdapi[a-f0-9]{32}(?:-\d)?\b",
+        regex: r"dapi[a-f0-9]{32}(?:-\d)?\b",
         keywords: &[cs("dapi", Tail(Hex, 32))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -745,8 +762,9 @@ pub static RULES: &[Rule] = &[
         id: "jwt",
         title: "JSON Web Token",
         description: "A signed JSON Web Token (`eyJ….eyJ….…`) whose header names an algorithm; bearer tokens and session cookies are often JWTs. A token whose payload says `\"role\":\"anon\"` (a public anon key) is left alone.",
-        regex: r"\beyJ[A-Za-z0-9_-]{10,2000}\.eyJ[A-Za-z0-9_-]{10,16000}\.[A-Za-z0-9_-]{10,2000}",
+        regex: r"(?:\b|\\[nrt]|%[0-9A-Fa-f]{2}|_)(?P<secret>eyJ[A-Za-z0-9_-]{10,2000}\.eyJ[A-Za-z0-9_-]{10,16000}\.[A-Za-z0-9_-]{10,2000})",
         keywords: &[cs("eyJ", JwtHeader)],
+        before: 3,
         checks: &[Jwt],
         ..BASE
     },
@@ -763,7 +781,7 @@ pub static RULES: &[Rule] = &[
         id: "shopify-token",
         title: "Shopify token",
         description: "A Shopify access token or shared secret (`shpat_`, `shpca_`, `shppa_`, `shpss_`).",
-        regex: r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
+        regex: r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b",
         keywords: &[cs("shp", Lit(&["at_", "ca_", "pa_", "ss_"], Hex, 32))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -772,7 +790,7 @@ pub static RULES: &[Rule] = &[
         id: "linear-api-key",
         title: "Linear API key",
         description: "A Linear API key (`lin_api_` and 40 alphanumerics). Off by default (enable it to use it).",
-        regex: r"\blin_api_[A-Za-z0-9]{40}\b",
+        regex: r"lin_api_[A-Za-z0-9]{40}\b",
         keywords: &[cs("lin_api_", Tail(Alnum, 40))],
         checks: &[Entropy(3.5)],
         default_on: false,
@@ -792,7 +810,7 @@ pub static RULES: &[Rule] = &[
         id: "supabase-token",
         title: "Supabase secret",
         description: "A Supabase personal access token (`sbp_…`) or secret API key (`sb_secret_…`).",
-        regex: r"\b(?:sbp_[a-f0-9]{40}|sb_secret_[\w-]{20,100})\b",
+        regex: r"(?:sbp_[a-f0-9]{40}|sb_secret_[\w-]{20,100})\b",
         keywords: &[cs("sbp_", Tail(Hex, 40)), cs("sb_secret_", Tail(WordDash, 20))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -801,7 +819,7 @@ pub static RULES: &[Rule] = &[
         id: "atlassian-api-token",
         title: "Atlassian API token",
         description: "An Atlassian (Jira, Confluence) API token (`ATATT3…`). Off by default (enable it to use it).",
-        regex: r"\bATATT3[\w=-]{180,200}",
+        regex: r"ATATT3[\w=-]{180,200}",
         keywords: &[cs("ATATT3", Tail(Token, 180))],
         checks: &[Entropy(3.5)],
         default_on: false,
@@ -821,7 +839,7 @@ pub static RULES: &[Rule] = &[
         id: "sentry-token",
         title: "Sentry auth token",
         description: "A Sentry user (`sntryu_`) or organization (`sntrys_`) auth token. Off by default (enable it to use it).",
-        regex: r"\bsntry[us]_[\w=+/]{40,400}",
+        regex: r"sntry[us]_[\w=+/]{40,400}",
         keywords: &[cs("sntry", Tail(Token, 42))],
         checks: &[Entropy(3.5)],
         default_on: false,
@@ -831,7 +849,7 @@ pub static RULES: &[Rule] = &[
         id: "grafana-token",
         title: "Grafana token",
         description: "A Grafana service account token (`glsa_`) or Grafana Cloud token (`glc_`). Off by default (enable it to use it).",
-        regex: r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,2})",
+        regex: r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,2})",
         keywords: &[cs("glsa_", Tail(Word, 41)), cs("glc_", Tail(B64, 32))],
         checks: &[Entropy(3.0)],
         default_on: false,
@@ -841,7 +859,7 @@ pub static RULES: &[Rule] = &[
         id: "planetscale-token",
         title: "PlanetScale token or password",
         description: "A PlanetScale API token, OAuth token or database password (`pscale_tkn_`, `pscale_oauth_`, `pscale_pw_`). Off by default (enable it to use it).",
-        regex: r"\bpscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}",
+        regex: r"pscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}",
         keywords: &[cs("pscale_", Tail(Token, 34))],
         checks: &[Entropy(3.0)],
         default_on: false,
@@ -851,7 +869,7 @@ pub static RULES: &[Rule] = &[
         id: "square-token",
         title: "Square token",
         description: "A Square access token or application secret (`sq0atp-…`, `sq0csp-…`). Off by default (enable it to use it).",
-        regex: r"\bsq0(?:atp|csp)-[\w-]{22,60}",
+        regex: r"sq0(?:atp|csp)-[\w-]{22,60}",
         keywords: &[cs("sq0", Lit(&["atp-", "csp-"], WordDash, 22))],
         checks: &[Entropy(3.0)],
         default_on: false,
@@ -922,6 +940,46 @@ pub static RULES: &[Rule] = &[
         ..BASE
     },
     Rule {
+        id: "cli-password-flag",
+        title: "Password flag on a command line",
+        description: "The value of a `--password`/`--passwd`/`--pass`/`--pwd`/`--passphrase` flag (also `--db-password` and kin), as `--password=x`, `--password x` or quoted, in commands, scripts and their echoes. Metavariables (`--password PASSWORD`), references and placeholders are left alone.",
+        regex: r#"(?i)(?:^|[\s'"`(=])--?(?P<name>(?:[a-z0-9]+-){0,4}(?:password|passwd|passphrase|pass|pwd))(?:=|[ \t]+)(?:'(?P<secret>[^'\n\r]{1,256})'|"(?P<secret2>[^"\n\r\\]{1,256})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,256}))"#,
+        keywords: &[ci("-pass", Flag(20)), ci("-pwd", Flag(0))],
+        before: 48,
+        checks: &[CliValue],
+        ..BASE
+    },
+    Rule {
+        id: "cli-password-arg",
+        title: "Password argument of a client tool",
+        description: "The password given to a client tool: `mysql -pSecret` / `-p'x'` (MySQL, MariaDB tools), `sshpass -p x`, `redis-cli -a x`, `docker login -p x`, `htpasswd -b file user pass`.",
+        regex: r#"\b(?:(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p|sshpass(?:[ \t]+-[a-oq-zA-Z]\S*)*[ \t]+-p[ \t]*|redis-cli\b[^\n|;&]{0,300}?\s-a[ \t]+|docker login\b[^\n|;&]{0,300}?\s-p[ \t]+|htpasswd(?:[ \t]+-[a-zA-Z]+)*?[ \t]+-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*(?:[ \t]+[^\s-]\S*){2}[ \t]+)(?:'(?P<secret>[^'\n\r]{1,128})'|"(?P<secret2>[^"\n\r\\]{1,128})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,128}))"#,
+        keywords: &[cs("mysql", Any), cs("mariadb", Any), cs("sshpass", Any), cs("redis-cli", Any), cs("docker login", Any), cs("htpasswd", Any)],
+        checks: &[CliValue],
+        ..BASE
+    },
+    Rule {
+        id: "http-auth-header",
+        title: "HTTP authorization header",
+        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
+        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]+)?(?P<secret>[\w.~+/=:-]{8,4096})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,1024}))"#,
+        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY))],
+        before: 60,
+        checks: &[TokenLike],
+        field: true,
+        ..BASE
+    },
+    Rule {
+        id: "netrc-password",
+        title: ".netrc password",
+        description: "The password of a `.netrc` entry (`machine host login user password secret`), as used by curl, git and Heroku.",
+        regex: r#"\bmachine[ \t]+\S{1,100}(?:\s{1,20}login[ \t]+\S{1,100})?\s{1,20}password[ \t]+(?P<secret>[^\s'"]{1,256})"#,
+        keywords: &[cs("password", Flag(0))],
+        before: 260,
+        checks: &[CliValue],
+        ..BASE
+    },
+    Rule {
         id: "crypto-mnemonic",
         title: "Wallet recovery phrase",
         description: "A BIP-39 style mnemonic (12–24 words) assigned to a `MNEMONIC`, `SEED_PHRASE` or `RECOVERY_PHRASE` variable.",
@@ -935,7 +993,7 @@ pub static RULES: &[Rule] = &[
         id: "env-secret-assignment",
         title: "Secret in an environment assignment",
         description: "A `.env`-style assignment of a secret-named upper-case variable (`DB_PASSWORD=…`, `export STRIPE_KEY=…`, `SMTP_PASS=…`). Names for non-secrets (`…_ID`, `…_URL`, `…_FILE`, `PUBLIC_…`, `MAX_TOKENS`) and references (`$VAR`, `${VAR}`, paths) are left alone.",
-        regex: r#"\b(?P<name>[A-Z0-9_]{0,60}?(?:SECRET|PASSWORD|PASSWD|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH_?KEY|_PASS|_PWD|_KEY)[A-Z0-9_]{0,40})[ \t]{0,2}=[ \t]{0,2}['"]?(?P<secret>[^\s'"`;|&<>(),\\]{6,512})"#,
+        regex: r#"\b(?P<name>[A-Z0-9_]{0,60}?(?:SECRET|PASSWORD|PASSWD|TOKEN|BEARER|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?|AUTH_?KEY|_PASS|_PWD|_KEY)[A-Z0-9_]{0,40})[ \t]{0,2}=[ \t]{0,2}['"]?(?P<secret>[^\s'"`;|&<>(),\\]{4,512})"#,
         keywords: &[
             cs("SECRET", Assign(40, ENV)),
             cs("PASSW", Assign(44, ENV)),
@@ -946,6 +1004,7 @@ pub static RULES: &[Rule] = &[
             cs("PRIVATEKEY", Assign(40, ENV)),
             cs("AUTHKEY", Assign(40, ENV)),
             cs("CREDENTIAL", Assign(41, ENV)),
+            cs("BEARER", Assign(40, ENV)),
             cs("_PASS", Assign(40, ENV)),
             cs("_PWD", Assign(40, ENV)),
         ],
@@ -956,8 +1015,8 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "generic-high-entropy",
         title: "High-entropy secret assignment",
-        description: "A high-entropy value (letters and digits, at least 12 characters, entropy ≥ 3.5 bits) assigned to a secret-named variable or JSON member in any style (`apiKey: \"…\"`, `client_secret = '…'`, `\"password\": \"…\"`; for passwords any 6+ character literal). UUIDs, hashes, numbers, identifiers and references are left alone.",
-        regex: r#"(?i)(?P<name>[\w.-]{0,40}?(?:(?:secret|passw(?:or)?d|passphrase|api[_.-]?key|access[_.-]?key|auth[_.-]?key|private[_.-]?key|credentials?)[\w.-]{0,30}|token(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?))(?:[\s'"]{0,3}(?:=|:=|=>|:|\?\?=|\|\|=)|['"][ \t]{0,2},)[\s'"`]{0,5}(?P<secret>[A-Za-z0-9+/=_.~!@#%^*-]{6,512})"#,
+        description: "A value assigned to a secret-named variable, key or JSON member in any style (YAML, INI, TOML, JSON, `.env`, Python, JS, Ruby; also in Read output, grep output and diff lines): a quoted literal or a value ending its line counts by its name (passwords from 4 characters), a value inside code must look random (letters and digits, 12+ characters, entropy ≥ 3.5). Placeholders, references (`$VAR`, `os.environ[…]`, `ENV.fetch(…)`), calls, identifiers, numbers and type names are left alone.",
+        regex: r#"(?i)(?P<name>[\w.-]{0,40}?(?:(?:secret|passw(?:or)?d|passphrase|api[_.-]?key|access[_.-]?key|auth[_.-]?key|private[_.-]?key|credentials?|bearer)[\w.-]{0,30}|token(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?))(?:[\s'"\]\\]{0,4}(?:=|:=|=>|:|\?\?=|\|\|=)|['"][ \t]{0,2},)(?:[ \t]{0,3}(?:"(?P<secret>[^"\\\n\r]{4,512})"|'(?P<secret2>[^'\\\n\r]{4,512})'|`(?P<secret3>[^`\\\n\r]{4,512})`|\\"(?P<secret4>[^"\\\n\r]{4,512})\\")|[\s'"`\\]{0,6}(?P<secret5>[A-Za-z0-9+/=_.~!@#%^*-][A-Za-z0-9+/=_.~!@#%^*$?-]{3,511}))"#,
         keywords: &[
             ci("secret", Assign(30, GEN)),
             ci("passw", Assign(33, GEN)),
@@ -980,10 +1039,20 @@ pub static RULES: &[Rule] = &[
             ci("private-key", Assign(30, GEN)),
             ci("private.key", Assign(30, GEN)),
             ci("credential", Assign(31, GEN)),
+            ci("bearer", Assign(30, GEN)),
         ],
         before: 52,
         checks: &[SecretName, GenericValue],
         field: true,
+        ..BASE
+    },
+    Rule {
+        id: "prose-secret",
+        title: "Secret in prose",
+        description: "A token-like word (letters and digits, 8+ characters, 6+ after a password word) within five words after a credential word in prose: \"the password is Tulip4471!harbor\", \"the key is set to Rq8vLz2WmN5kTb3Y\", \"token: …\". Hashes, uuids, versions, dates, paths, e-mails and URLs are left alone.",
+        regex: r#"(?i)\b(?P<name>password|passphrase|passcode|secret|token|key|credentials?)s?\b(?:[ \t]*[:=]|[ \t]+(?:\S{1,20}[ \t]+){0,5}?(?:is|was|are|were|=|:|to|as|be|reads?)(?:[ \t]*:)?)[ \t]+['"`(]?(?P<secret>[A-Za-z!@#$%^&*+=/~_-]{0,40}\d(?:[\w!@#$%^&*+=/~.-]{0,100}[\w!@#$%^&*+=/~-])?)(?:['"`)]?[.,;:!?]{0,2}(?:\s|$))"#,
+        keywords: &[ci("password", Prose(170)), ci("passphrase", Prose(170)), ci("passcode", Prose(170)), ci("secret", Prose(170)), ci("token", Prose(170)), ci("key", Prose(170)), ci("credential", Prose(170))],
+        checks: &[ProseValue],
         ..BASE
     },
 ];

@@ -23,7 +23,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::util::syntax;
 use regex_automata::Input;
 
-use super::checks::{placeholder, Check};
+use super::checks::{placeholder, Check, Ctx};
 use super::rules::{Confirm, Kw, Val};
 
 /// A compiled rule.
@@ -68,7 +68,8 @@ impl Compiled {
     /// Compile the regex now (it is compiled on first use otherwise); errors as on loading.
     pub fn compile_now(&self) -> Result<(), String> {
         if self.regex.built.get().is_none() {
-            let built = build(&self.regex.src).map_err(|e| format!("rule `{}`: {e}", self.id))?;
+            let built = build(&self.regex.src, BUILTIN_NFA_LIMIT)
+                .map_err(|e| format!("rule `{}`: {e}", self.id))?;
             let _ = self.regex.built.set(built);
         }
         Ok(())
@@ -77,22 +78,48 @@ impl Compiled {
 
 impl LazyRegex {
     fn get(&self) -> &Built {
-        self.built
-            .get_or_init(|| build(&self.src).expect("the regex compiled when its rule was loaded"))
+        self.built.get_or_init(|| {
+            build(&self.src, BUILTIN_NFA_LIMIT)
+                .expect("the regex compiled when its rule was loaded")
+        })
     }
 }
 
-fn build(src: &str) -> Result<Built, String> {
+/// Compiled-size limit of the built-in regexes (the largest, JWT's, needs a few MiB).
+const BUILTIN_NFA_LIMIT: usize = 64 << 20;
+
+/// Compiled-size limit of a custom rule's regex. A bigger automaton (`[\s\S]{60000}`) makes
+/// the lazy DFA give up and every string crawl through the slow engines: seconds per 100 KB.
+/// Rules over it are refused when the pipeline loads.
+pub const CUSTOM_NFA_LIMIT: usize = 256 << 10;
+
+/// The part of a regex error that does not quote the pattern (which may hold a secret).
+pub fn regex_problem(msg: &str) -> String {
+    msg.lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| "it does not compile".into())
+}
+
+fn build(src: &str, nfa_limit: usize) -> Result<Built, String> {
     // Bytes semantics, like `regex::bytes`: may match invalid UTF-8, empty matches anywhere.
     let regex = Regex::builder()
         .syntax(syntax::Config::new().utf8(false))
         .configure(
             Regex::config()
                 .utf8_empty(false)
-                .nfa_size_limit(Some(64 << 20)),
+                .nfa_size_limit(Some(nfa_limit))
+                .dfa_size_limit(Some(nfa_limit.max(1 << 20))),
         )
         .build(src)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e.size_limit() {
+            Some(limit) => format!(
+                "the regex is too big (its automaton exceeds {} KiB): bound its repetitions more tightly",
+                limit >> 10
+            ),
+            None => format!("bad regex: {}", regex_problem(&e.to_string())),
+        })?;
     let names: Vec<Option<&str>> = regex
         .group_info()
         .pattern_names(regex_automata::PatternID::ZERO)
@@ -152,7 +179,7 @@ impl Compiled {
         // Bytes semantics, like `regex::bytes`: may match invalid UTF-8, empty matches anywhere.
         let syn = syntax::Config::new().utf8(false);
         let max_len = syntax::parse_with(&src, &syn)
-            .map_err(|e| format!("rule `{id}`: bad regex: {e}"))?
+            .map_err(|e| format!("rule `{id}`: bad regex: {}", regex_problem(&e.to_string())))?
             .properties()
             .maximum_len();
         let regex = LazyRegex {
@@ -161,7 +188,8 @@ impl Compiled {
         };
         if !builtin {
             // A user's rule must fail when the pipeline loads, not in the middle of a run.
-            let built = build(&regex.src).map_err(|e| format!("rule `{id}`: bad regex: {e}"))?;
+            let built =
+                build(&regex.src, CUSTOM_NFA_LIMIT).map_err(|e| format!("rule `{id}`: {e}"))?;
             let _ = regex.built.set(built);
         }
         Ok(Compiled {
@@ -545,7 +573,8 @@ fn evaluate(rule: &Compiled, r: u32, text: &[u8], caps: &Captures) -> Option<Fou
         .name_group
         .and_then(|g| caps.get_group(g))
         .map(|n| &text[n.start..n.end]);
-    if !rule.checks.iter().all(|c| c.passes(secret, name)) {
+    let cx = Ctx::of(text, start, end, name);
+    if !rule.checks.iter().all(|c| c.passes(secret, &cx)) {
         return None;
     }
     Some(Found {
@@ -679,6 +708,8 @@ fn confirm(c: Confirm, t: &[u8], end: usize, raw: bool, field: bool) -> bool {
         Confirm::Assign(n, v) => assign(&mut a, n as usize, v, field, false),
         Confirm::AssignWord(n, v) => assign(&mut a, n as usize, v, field, true),
         Confirm::UserInfo => userinfo(&mut a),
+        Confirm::Flag(n) => flag(&mut a, n as usize),
+        Confirm::Prose(n) => prose(&mut a, n as usize),
         Confirm::AuthBasic => auth_basic(&mut a),
         Confirm::CurlUser => curl_user(&mut a),
         Confirm::JwtHeader => jwt_header(&mut a),
@@ -728,6 +759,67 @@ fn jwt_header(a: &mut After<'_>) -> bool {
         }
     }
     true
+}
+
+/// Up to `n` more flag-name bytes (`[A-Za-z0-9_-]`), then `=` or a blank.
+fn flag(a: &mut After<'_>, n: usize) -> bool {
+    let mut k = 0;
+    loop {
+        match a.next() {
+            Ch::Unknown => return true,
+            Ch::C(c) if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
+                k += 1;
+                if k > n {
+                    return false;
+                }
+            }
+            Ch::C(b'=' | b' ' | b'\t') => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// The keyword ends a word (an `s` may follow) with a blank, `:` or `=`, and a digit follows
+/// within `n` characters on the same line.
+fn prose(a: &mut After<'_>, n: usize) -> bool {
+    let mut c = a.next();
+    if matches!(c, Ch::C(b's' | b'S')) {
+        c = a.next();
+    }
+    // The rule goes on with `[ \t]*[:=]` or `[ \t]+`: a JSON key (`"tokens":`) or a word
+    // going on (`keyboard`) cannot start a match.
+    let mut buf = Vec::with_capacity(n);
+    match c {
+        Ch::Unknown => return true,
+        Ch::C(x @ (b' ' | b'\t' | b':' | b'=')) => buf.push(x),
+        _ => return false,
+    }
+    for _ in 0..n {
+        match a.next() {
+            Ch::Unknown => return true,
+            Ch::End | Ch::C(b'\n') => break,
+            Ch::C(x) => buf.push(x),
+        }
+    }
+    if !buf.iter().any(u8::is_ascii_digit) {
+        return false;
+    }
+    // Then an operator right away, or a verb (`is`, `was`, `set to`, …) after a blank.
+    let lead = buf.iter().position(|&x| x != b' ' && x != b'\t');
+    if lead.is_some_and(|i| matches!(buf[i], b':' | b'=')) {
+        return true;
+    }
+    const VERBS: &[&[u8]] = &[
+        b"is", b"was", b"are", b"were", b"=", b":", b"to", b"as", b"be", b"read",
+    ];
+    buf.windows(2).enumerate().any(|(i, w)| {
+        matches!(w[0], b' ' | b'\t')
+            && VERBS.iter().any(|v| {
+                buf[i + 1..]
+                    .get(..v.len())
+                    .is_some_and(|x| x.eq_ignore_ascii_case(v))
+            })
+    })
 }
 
 fn is_blank(c: u8) -> bool {
@@ -816,9 +908,9 @@ fn assign(a: &mut After<'_>, n: usize, val: Val, field: bool, word: bool) -> boo
         match c {
             Ch::Unknown => return true,
             Ch::End => return a.raw && field && a.key_with_string_value(),
-            Ch::C(x @ (b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"'))
-                if blanks < 3 =>
-            {
+            Ch::C(
+                x @ (b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"' | b']' | b'\\'),
+            ) if blanks < 4 => {
                 blanks += 1;
                 quotes += usize::from(x == b'"' || x == b'\'');
                 c = a.next();
@@ -862,12 +954,15 @@ fn value_at(a: &mut After<'_>, class: super::rules::Class, min: usize) -> bool {
 
 fn value_from(a: &mut After<'_>, mut c: Ch, class: super::rules::Class, min: usize) -> bool {
     let mut k = 0;
-    while k < 5
+    while k < 6
         && matches!(
             c,
-            Ch::C(b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"' | b'`')
+            Ch::C(b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b'\'' | b'"' | b'`' | b'\\')
         )
     {
+        if matches!(c, Ch::C(b'\'' | b'"' | b'`')) {
+            return true; // a quoted value may hold anything
+        }
         c = a.next();
         k += 1;
     }

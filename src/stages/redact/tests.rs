@@ -125,14 +125,26 @@ fn cases() -> Vec<Case> {
     };
     let k = |parts: &[&str]| parts.concat();
 
-    let akid = k(&["AKIA", "IOSFODNN7", "EXAMPLE"]);
+    let akid = k(&["AKIA", &g.s(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")]);
     add(
         "aws-access-key-id",
         format!("aws_access_key_id = {akid}"),
         akid.clone(),
         format!("id {}", &akid[..19]),
     );
-    let sk = k(&["wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYEXAMPLEKEY"]);
+    add(
+        "aws-access-key-id",
+        format!("url?id%3D{akid}&x=1"),
+        akid.clone(),
+        format!("id {}EXAMPLE", &akid[..13]),
+    );
+    let sk = g.s(20, ALNUM) + "/" + &g.s(19, ALNUM);
+    add(
+        "aws-secret-near-key-id",
+        format!("creds: {akid} {sk}"),
+        sk.clone(),
+        format!("sha {akid} {}", g.s(40, HEX)),
+    );
     add(
         "aws-secret-access-key",
         format!("AWS_SECRET_ACCESS_KEY={sk}\n"),
@@ -457,9 +469,10 @@ fn cases() -> Vec<Case> {
         t.clone(),
         "MAILGUN_DOMAIN=mg.example.com".into(),
     );
+    // The first part of a Discord bot token is the base64 of the bot's numeric id.
+    let id = k(&["1", &g.s(17, "0123456789")]);
     let t = k(&[
-        "M",
-        &g.s(23, ALNUM),
+        b64(id.as_bytes(), true).trim_end_matches('='),
         ".",
         &g.s(6, ALNUM),
         ".",
@@ -467,9 +480,14 @@ fn cases() -> Vec<Case> {
     ]);
     add(
         "discord-bot-token",
-        format!("DISCORD_TOKEN={t}"),
+        format!("the discord bot: client.run('{t}')"),
         t.clone(),
-        "DISCORD_CLIENT_ID=123456789012345678".into(),
+        format!(
+            "discord cache key {}.{}.{}",
+            &g.s(24, ALNUM),
+            &g.s(6, ALNUM),
+            &g.s(27, ALNUM)
+        ),
     );
     let t = k(&["123456789012345678/", &g.s(68, ALNUM)]);
     add(
@@ -702,6 +720,53 @@ fn cases() -> Vec<Case> {
         t.clone(),
         "const config = { apiKey: process.env.API_KEY };".into(),
     );
+
+    let pw = g.s(10, ALNUM) + "!";
+    add(
+        "cli-password-flag",
+        format!("mongosh --host db --password '{pw}' --quiet"),
+        pw.clone(),
+        "mysqldump --password PASSWORD --password-stdin".into(),
+    );
+    add(
+        "cli-password-arg",
+        format!("mysql -u root -p{pw} app"),
+        pw.clone(),
+        "mysql -u root -p app".into(),
+    );
+    add(
+        "cli-password-arg",
+        format!("htpasswd -bc /etc/nginx/.htpasswd admin {pw}"),
+        pw.clone(),
+        "htpasswd -c /etc/nginx/.htpasswd admin".into(),
+    );
+    let tok = g.s(40, HEX);
+    add(
+        "http-auth-header",
+        format!("curl -H 'Authorization: token {tok}' https://api.example.com"),
+        tok.clone(),
+        "curl -H 'Authorization: Bearer $TOKEN' https://api.example.com".into(),
+    );
+    let pt = g.s(20, ALNUM) + "9";
+    add(
+        "http-auth-header",
+        format!("PRIVATE-TOKEN: {pt}"),
+        pt.clone(),
+        "PRIVATE-TOKEN: <your_access_token>".into(),
+    );
+    let np = g.s(12, ALNUM) + "4";
+    add(
+        "netrc-password",
+        format!("machine api.heroku.com\n  login me@example.com\n  password {np}"),
+        np.clone(),
+        "machine learning is hard".into(),
+    );
+    add(
+        "prose-secret",
+        "the password is Tulip4471!harbor.".into(),
+        "Tulip4471!harbor".into(),
+        "the password is stored in config.yaml".into(),
+    );
     v
 }
 
@@ -843,11 +908,16 @@ fn not_secrets_are_left_alone() {
 }
 
 #[test]
-fn example_keys_from_docs_are_redacted() {
-    // AKIAIOSFODNN7EXAMPLE and its secret are what tests and quickstarts plant.
+fn example_keys_from_docs_are_kept() {
+    // AWS documents AKIAIOSFODNN7EXAMPLE and its secret: look-alikes, kept as they are.
     let r = Redactor::new(&RedactOptions::default()).unwrap();
-    let f = found(&r, &["AKIA", "IOSFODNN7EXAMPLE"].concat());
-    assert_eq!(f.len(), 1);
+    let id = ["AKIA", "IOSFODNN7EXAMPLE"].concat();
+    let sk = ["wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYEXAMPLEKEY"].concat();
+    let f = found(
+        &r,
+        &format!("aws_access_key_id = {id}\naws_secret_access_key = {sk}\n{id} {sk}"),
+    );
+    assert_eq!(f, vec![]);
 }
 
 fn line_of(v: serde_json::Value) -> Vec<u8> {
@@ -997,4 +1067,86 @@ fn config_selects_rules_custom_rules_and_allowlists() {
         assert!(Redactor::new(&o).is_err(), "{bad}");
     }
     assert!(toml::from_str::<RedactOptions>("rulez = {}").is_err());
+}
+
+#[test]
+fn secrets_as_object_keys_are_redacted_and_paths_show_them_redacted() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let t = ["ghp_", "0123456789abcdefghij", "ABCDEFGHIJ012345"].concat();
+    let line = format!(r#"{{"m":{{"{t}":{{"x":"{t}"}},"k":1}}}}"#);
+    let res = r.redact_line(line.as_bytes());
+    let out = String::from_utf8(res.line.unwrap()).unwrap();
+    assert_eq!(
+        out,
+        r#"{"m":{"[REDACTED:github-pat]":{"x":"[REDACTED:github-pat]"},"k":1}}"#
+    );
+    let paths: Vec<String> = res
+        .findings
+        .iter()
+        .map(|f| json::render(f.path.as_ref().unwrap()))
+        .collect();
+    assert_eq!(
+        paths,
+        vec![
+            r#"$.m["[REDACTED:github-pat]"]"#,
+            r#"$.m["[REDACTED:github-pat]"].x"#
+        ]
+    );
+    assert!(paths.iter().all(|p| !p.contains(&t)));
+}
+
+#[test]
+fn stringified_json_with_escaped_escapes_is_searched() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(11);
+    let tail = g.s(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
+    // The outer string decodes to {"k":"\u0041KIA…"}: the key id is hidden twice.
+    let line = format!(r#"{{"a":"{{\"k\":\"\\u0041KIA{tail}\"}}"}}"#);
+    let res = r.redact_line(line.as_bytes());
+    let out = String::from_utf8(res.line.unwrap()).unwrap();
+    assert_eq!(out, r#"{"a":"{\"k\":\"[REDACTED:aws-access-key-id]\"}"}"#);
+    assert!(r.redact_line(out.as_bytes()).line.is_none());
+}
+
+#[test]
+fn key_blocks_split_over_patch_lines_are_redacted() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(12);
+    let (b1, b2) = (g.s(64, B64), g.s(40, B64));
+    let line = line_of(
+        serde_json::json!({"toolUseResult": {"structuredPatch": [{"lines": [
+        " context", "+-----BEGIN RSA PRIVATE KEY-----", format!("+{b1}"), format!("+{b2}"),
+        "+-----END RSA PRIVATE KEY-----", " after"]}]}}),
+    );
+    let res = r.redact_line(&line);
+    let out: serde_json::Value = serde_json::from_slice(&res.line.unwrap()).unwrap();
+    let lines = &out["toolUseResult"]["structuredPatch"][0]["lines"];
+    assert_eq!(lines[2], "+[REDACTED:private-key]");
+    assert_eq!(lines[3], "+[REDACTED:private-key]");
+    assert_eq!(lines[5], " after");
+    assert_eq!(res.findings.len(), 1);
+}
+
+#[test]
+fn custom_regexes_over_the_size_limit_are_refused_by_rule_id() {
+    let load = |toml_text: &str| {
+        let o: RedactOptions = toml::from_str(toml_text).unwrap();
+        Redactor::new(&o).err().map(|e| e.to_string())
+    };
+    let err = load(r#"custom = [{ id = "huge", regex = '[\s\S]{60000}', keywords = ["ab"] }]"#)
+        .expect("refused");
+    assert!(err.contains("`huge`") && err.contains("too big"), "{err}");
+    assert!(!err.contains("60000"), "the pattern is not echoed: {err}");
+    assert!(load(r#"custom = [{ id = "ok", regex = 'acme_[a-z0-9]{32}[\s\S]{0,200}', keywords = ["acme_"] }]"#).is_none());
+    let err = load(r#"allow = { regexes = ['([hunter2-secret'] }"#).expect("refused");
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(err.contains("#1"), "{err}");
+}
+
+#[test]
+fn option_errors_do_not_echo_values() {
+    let table: toml::Table =
+        toml::from_str(r#"allow = { values = "hunter2-the-real-one" }"#).unwrap();
+    let err = build(table).err().unwrap().to_string();
+    assert!(!err.contains("hunter2"), "{err}");
 }
