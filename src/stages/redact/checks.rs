@@ -435,6 +435,7 @@ fn prose_value(s: &[u8], pw: bool) -> bool {
         || s.iter().all(u8::is_ascii_hexdigit)
         || s.iter().filter(|&&c| c == b'/').count() >= 2
         || readable(s)
+        || slug(s)
     {
         return false;
     }
@@ -451,6 +452,40 @@ fn prose_value(s: &[u8], pw: bool) -> bool {
         }
     }
     entropy(s) >= 2.8
+}
+
+/// A lower-case identifier of four or more dash-separated parts (a cache key
+/// `setup-uv-1-x86_64-unknown-linux-gnu-3.12`, a build id): a name, not a secret.
+fn slug(s: &[u8]) -> bool {
+    let parts: Vec<&[u8]> = s.split(|&c| c == b'-').collect();
+    parts.len() >= 4
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.iter().all(|&c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'.'
+                })
+        })
+        && parts
+            .iter()
+            .filter(|p| p.iter().filter(|c| c.is_ascii_alphabetic()).count() >= 2)
+            .count()
+            >= 2
+}
+
+#[cfg(test)]
+mod slug_tests {
+    #[test]
+    fn cache_keys_are_not_prose_secrets() {
+        assert!(super::slug(
+            b"setup-uv-1-x86_64-unknown-linux-gnu-3.12-abc123"
+        ));
+        assert!(!super::prose_value(
+            b"setup-uv-1-x86_64-unknown-linux-gnu-3.12-abc123",
+            false
+        ));
+        assert!(super::prose_value(b"Rq8vLz2WmN5kTb3Y", false));
+        assert!(!super::slug(b"Tulip4471!harbor"));
+    }
 }
 
 fn discord(s: &[u8]) -> bool {
