@@ -1219,8 +1219,16 @@ mod tests {
         // A background job in the command's group is ended once the command exits.
         let out = run(cmd("sleep 600 & echo done", Some(600)), &text).unwrap();
         assert_eq!(out[4]["message"]["content"], "done");
-        // One that left the group and keeps the output open: an error, not a hang.
-        let e = run(cmd("setsid sleep 10 & echo done", Some(1)), &text)
+        // One that left the group and keeps the output open: an error, not a hang. The
+        // command waits until the detached process has left the group (it creates a file
+        // after setsid), else ending the group could still catch it and the test would race.
+        let dir = tempfile::tempdir().unwrap();
+        let flag = dir.path().join("left");
+        let c = format!(
+            "setsid sh -c 'touch {f}; exec sleep 10' & while [ ! -e {f} ]; do sleep 0.01; done; echo done",
+            f = flag.display()
+        );
+        let e = run(cmd(&c, Some(1)), &text)
             .map(|_| ())
             .unwrap_err()
             .to_string();
