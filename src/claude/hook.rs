@@ -39,6 +39,7 @@ use serde::Deserialize;
 pub use crate::claude::fence::{read_bounded, Fence, Refusal, MAX_READ_BYTES};
 use crate::error::{Error, Result};
 use crate::io::framing;
+use crate::transcript::record::Kind;
 use crate::transcript::record::Record;
 use crate::transcript::session::Session;
 use crate::transcript::turns;
@@ -125,7 +126,7 @@ pub fn completed_turn(
     } else if !last.records.iter().any(|&i| {
         s.records[i]
             .header()
-            .is_some_and(|h| h.ty == "assistant" && !h.is_sidechain)
+            .is_some_and(|h| h.kind == Kind::Assistant && !h.is_sidechain)
     }) {
         return None;
     }
@@ -149,7 +150,7 @@ fn turn_has_text(s: &mut Session<'_>, records: &[usize], want: &str) -> bool {
         let Some(h) = s.records[i].header() else {
             continue;
         };
-        if h.ty != "assistant" || h.is_sidechain {
+        if h.kind != Kind::Assistant || h.is_sidechain {
             continue;
         }
         let mid = h.message_id.clone().unwrap_or_default();

@@ -117,12 +117,12 @@ impl Policy {
                 continue;
             };
             let uuid = h.uuid.as_deref();
-            if scan_types && self.forbidden_types.is_match(&h.ty) {
+            if scan_types && self.forbidden_types.is_match(h.kind.as_str()) {
                 out.push(finding(
                     "forbidden-record-type",
                     l.number,
                     uuid,
-                    format!("record type `{}` is forbidden by the policy", h.ty),
+                    format!("record type `{}` is forbidden by the policy", h.kind),
                 ));
             }
             if scan_tools {

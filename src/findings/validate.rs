@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use crate::findings::Finding;
 use crate::io::framing::{self, Term};
 use crate::transcript::record::describe_invalid;
+use crate::transcript::record::Kind;
 use crate::transcript::record::{check_json, Record};
 use crate::transcript::session::Session;
 
@@ -100,7 +101,7 @@ fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
         if let Some(v) = &h.source_tool_assistant_uuid {
             refs.push(("sourceToolAssistantUUID", v));
         }
-        if h.ty == "last-prompt" {
+        if h.kind == Kind::LastPrompt {
             if let Some(v) = &h.leaf_uuid {
                 refs.push(("leafUuid", v));
             }
@@ -169,7 +170,7 @@ fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
     let mut first_piece: HashMap<&str, usize> = HashMap::new();
     for (i, r) in s.records.iter().enumerate() {
         let Some(h) = r.header() else { continue };
-        if h.ty != "assistant" {
+        if h.kind != Kind::Assistant {
             continue;
         }
         let Some(mid) = h.message_id.as_deref() else {

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::error::OptionError;
 use crate::stages::{Cx, Scope, Stage};
+use crate::transcript::record::Kind;
 use crate::transcript::record::Record;
 use crate::transcript::session::{Session, Turn};
 
@@ -405,10 +406,10 @@ fn template(s: &mut Session<'_>, at: usize) -> Value {
         let Some(h) = s.records[i].header() else {
             continue;
         };
-        if h.is_sidechain || !matches!(h.ty.as_str(), "user" | "assistant") {
+        if h.is_sidechain || !h.kind.is_message() {
             continue;
         }
-        let is_assistant = h.ty == "assistant";
+        let is_assistant = h.kind == Kind::Assistant;
         let Ok(v) = s.records[i].value() else {
             continue;
         };

@@ -43,6 +43,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, OptionError, Result};
 use crate::stages::{options, Cx, Scope, Stage, StageDef};
+use crate::transcript::record::Kind;
 use crate::transcript::record::Record;
 use crate::transcript::session::{is_conversational, FastMap, Session, REFERENCE_FIELDS};
 
@@ -296,7 +297,7 @@ fn repair_parent(
     let h = s.header(i)?;
     let ix = ix.get_or_insert_with(|| Candidates::new(s));
     let end = anc.find(i);
-    if h.ty == "assistant" {
+    if h.kind == Kind::Assistant {
         if let Some(mid) = &h.message_id {
             let pieces = ix
                 .pieces
@@ -342,7 +343,7 @@ impl Candidates {
                 continue;
             }
             let branch = (h.is_sidechain, h.agent_id.clone());
-            if h.ty == "assistant" {
+            if h.kind == Kind::Assistant {
                 if let Some(mid) = &h.message_id {
                     pieces
                         .entry((mid.clone(), branch.clone()))
@@ -561,7 +562,7 @@ fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
     let mut seen: HashSet<String> = HashSet::new();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
-        if h.ty != "assistant" {
+        if h.kind != Kind::Assistant {
             continue;
         }
         let Some(mid) = h.message_id.clone() else {
@@ -573,7 +574,7 @@ fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
         let branch = branch_of(s, i);
         let prev = (0..i).rev().find(|&j| {
             s.header(j).is_some_and(|hj| {
-                hj.ty == "assistant"
+                hj.kind == Kind::Assistant
                     && hj.message_id.as_deref() == Some(mid.as_str())
                     && hj.uuid.is_some()
             }) && branch_of(s, j) == branch
@@ -597,10 +598,7 @@ fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
 /// rejects such a message; a redaction that removed a record's only thinking block leaves one).
 fn is_empty_message(s: &mut Session<'_>, i: usize) -> bool {
     let candidate = s.header(i).is_some_and(|h| {
-        matches!(h.ty.as_str(), "user" | "assistant")
-            && h.uuid.is_some()
-            && h.blocks.is_empty()
-            && !h.content_is_text
+        h.kind.is_message() && h.uuid.is_some() && h.blocks.is_empty() && !h.content_is_text
     });
     candidate
         && s.records[i]
@@ -694,7 +692,7 @@ pub(crate) fn new_uuid() -> String {
 /// The last piece of `i`'s assistant message that descends from `i` (or `i` itself).
 fn last_piece(s: &Session<'_>, i: usize) -> usize {
     let Some(h) = s.header(i) else { return i };
-    let (Some(mid), true) = (h.message_id.clone(), h.ty == "assistant") else {
+    let (Some(mid), true) = (h.message_id.clone(), h.kind == Kind::Assistant) else {
         return i;
     };
     let branch = branch_of(s, i);
@@ -702,7 +700,7 @@ fn last_piece(s: &Session<'_>, i: usize) -> usize {
         .rev()
         .find(|&j| {
             s.header(j).is_some_and(|hj| {
-                hj.ty == "assistant" && hj.message_id.as_deref() == Some(mid.as_str())
+                hj.kind == Kind::Assistant && hj.message_id.as_deref() == Some(mid.as_str())
             }) && branch_of(s, j) == branch
                 && descends_from(s, j, i)
         })
@@ -798,7 +796,7 @@ fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<bool>
         // A last-prompt that named the anchor as the leaf now names the end of the new chain.
         for k in 0..s.records.len() {
             let names_anchor = s.header(k).is_some_and(|h| {
-                h.ty == "last-prompt" && h.leaf_uuid.as_deref() == Some(anchor_uuid.as_str())
+                h.kind == Kind::LastPrompt && h.leaf_uuid.as_deref() == Some(anchor_uuid.as_str())
             });
             if names_anchor {
                 object_mut(&mut s.records[k], cx, "relink")?
@@ -878,7 +876,7 @@ fn fix_references(
                     Resolution::Survivor(u) => fixes.push(("leafUuid", Fix::Set(u))),
                     Resolution::Root => fixes.push(("leafUuid", Fix::Remove)),
                     // summary.leafUuid points into other files by design.
-                    Resolution::Unknown if h.ty == "last-prompt" => {
+                    Resolution::Unknown if h.kind == Kind::LastPrompt => {
                         fixes.push(("leafUuid", earlier_main(s, i).map_or(Fix::Remove, Fix::Set)))
                     }
                     Resolution::Unknown => {}

@@ -34,6 +34,7 @@ use crate::error::{OptionError, Result};
 use crate::stages::relink::{envelope, new_uuid, relink, stage_err};
 use crate::stages::{options, Cx, Scope, Stage, StageDef};
 use crate::transcript::budget;
+use crate::transcript::record::Kind;
 use crate::transcript::record::Record;
 use crate::transcript::session::{is_conversational, is_prompt, Session, Step, Turn};
 use crate::transcript::turns::{message_text, shorten};
@@ -801,11 +802,11 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
     };
     for &i in removed {
         let Some(h) = s.header(i) else { continue };
-        if h.is_sidechain || !matches!(h.ty.as_str(), "user" | "assistant") {
+        if h.is_sidechain || !h.kind.is_message() {
             continue;
         }
         let prompt = is_prompt(h);
-        let ty = h.ty.clone();
+        let ty = h.kind.clone();
         let Ok(v) = s.records[i].value() else {
             continue;
         };
@@ -873,7 +874,7 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
                     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                     push(4, &mut errors, format!("{name}: {}", shorten(first, 200)));
                 }
-                Some("text") if ty == "assistant" => {
+                Some("text") if ty == Kind::Assistant => {
                     if let Some(t) = b["text"].as_str().filter(|t| !t.trim().is_empty()) {
                         answer = t.to_string();
                     }

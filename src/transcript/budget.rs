@@ -14,6 +14,7 @@
 
 use serde_json::Value;
 
+use crate::transcript::record::Kind;
 use crate::transcript::session::Session;
 
 /// Bytes of JSON text per estimated token.
@@ -45,7 +46,7 @@ pub fn resume_path(s: &Session<'_>) -> Vec<usize> {
         .copied()
         .filter(|&i| {
             s.header(i).is_some_and(|h| {
-                !h.is_sidechain && matches!(h.ty.as_str(), "user" | "assistant" | "attachment")
+                !h.is_sidechain && matches!(h.kind, Kind::User | Kind::Assistant | Kind::Attachment)
             })
         })
         .collect()

@@ -18,8 +18,10 @@ use crate::io::framing::{Line, Term};
 use crate::io::output::Encode;
 
 mod header;
+mod kind;
 
 pub use header::{Block, Header};
+pub use kind::Kind;
 
 /// One line of a transcript.
 pub struct Record<'a> {
@@ -104,7 +106,7 @@ impl<'a> Record<'a> {
 
     /// The record `type`, if the line is a JSON object with one.
     pub fn record_type(&self) -> Option<&str> {
-        self.header().map(|h| h.ty.as_str())
+        self.header().map(|h| h.kind.as_str())
     }
 
     /// True when this line holds a JSON object (a real record).

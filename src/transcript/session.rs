@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::transcript::record::Kind;
 use crate::transcript::record::{Header, Record};
 
 /// The hash map of the session indexes: keys are uuids and tool ids written by Claude Code
@@ -279,9 +280,9 @@ impl<'a> Session<'a> {
             let Some(h) = self.header(p) else {
                 return false;
             };
-            match h.ty.as_str() {
-                "assistant" => return h.message_id.as_deref() == Some(mid),
-                "user" if !is_tool_results_only(h) => return false,
+            match h.kind {
+                Kind::Assistant => return h.message_id.as_deref() == Some(mid),
+                Kind::User if !is_tool_results_only(h) => return false,
                 _ => cur = self.parent(p),
             }
         }
@@ -384,7 +385,7 @@ impl<'a> Session<'a> {
                 }
                 let h = self.header(i);
                 let opens = h.is_some_and(|h| {
-                    h.ty == "assistant"
+                    h.kind == Kind::Assistant
                         && !h.is_sidechain
                         && on_path.contains(&i)
                         && !h
@@ -407,7 +408,7 @@ impl<'a> Session<'a> {
                 let mut tie = cur;
                 if let Some(h) = h.filter(|h| !h.is_sidechain) {
                     for (k, key) in keys.iter().enumerate().take(cur) {
-                        let same_msg = h.ty == "assistant"
+                        let same_msg = h.kind == Kind::Assistant
                             && h.message_id.as_deref().is_some_and(|m| key.0.contains(m));
                         let answers = h.blocks.iter().any(|b| {
                             b.tool_use_id
@@ -431,7 +432,7 @@ impl<'a> Session<'a> {
                 }
                 let step = steps.last_mut().expect("a step is open");
                 step.records.push(i);
-                if let Some(h) = h.filter(|h| h.ty == "assistant" && !h.is_sidechain) {
+                if let Some(h) = h.filter(|h| h.kind == Kind::Assistant && !h.is_sidechain) {
                     let key = keys.last_mut().expect("parallel to steps");
                     if let Some(m) = h.message_id.as_deref() {
                         key.0.insert(m);
@@ -480,7 +481,7 @@ pub fn is_tool_results_only(h: &Header) -> bool {
 
 /// True for user/assistant records (what the API sees), as opposed to bookkeeping.
 pub fn is_conversational(h: &Header) -> bool {
-    matches!(h.ty.as_str(), "user" | "assistant")
+    h.kind.is_message()
 }
 
 /// Text that Claude Code writes in the user role but that the user did not type: command
@@ -496,7 +497,7 @@ const NOT_PROMPT_PREFIXES: &[&str] = &[
 /// True for a user record that opens a turn: typed text, not a tool result, not injected
 /// meta text, not a compaction summary, not command output or an interrupt marker.
 pub fn is_prompt(h: &Header) -> bool {
-    h.ty == "user"
+    h.kind == Kind::User
         && !h.is_meta
         && !h.is_compact_summary
         && !h.is_sidechain

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::transcript::record::Kind;
 use crate::transcript::session::{Session, Step, Turn};
 
 /// One row of `cchist history list` (the `--json` shape is part of the documented interface).
@@ -98,7 +99,7 @@ fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
         let Some(h) = s.records[i].header() else {
             continue;
         };
-        if h.ty != "assistant" || h.is_sidechain {
+        if h.kind != Kind::Assistant || h.is_sidechain {
             continue;
         }
         tools.extend(

@@ -78,7 +78,10 @@ fn tool_use_ids(data: &[u8], uuids: &HashSet<&str>) -> Vec<String> {
     let s = session(data);
     (0..s.records.len())
         .filter_map(|i| s.header(i))
-        .filter(|h| h.ty == "assistant" && h.uuid.as_deref().is_some_and(|u| uuids.contains(u)))
+        .filter(|h| {
+            h.kind == cchist::transcript::record::Kind::Assistant
+                && h.uuid.as_deref().is_some_and(|u| uuids.contains(u))
+        })
         .flat_map(|h| h.tool_use_ids().map(str::to_owned).collect::<Vec<_>>())
         .collect()
 }

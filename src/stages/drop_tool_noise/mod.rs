@@ -30,6 +30,7 @@ use crate::error::{OptionError, Result};
 use crate::json::scan;
 use crate::stages::relink::{object_mut, relink, stage_err};
 use crate::stages::{options, Cx, Scope, Stage, StageDef, Verdict};
+use crate::transcript::record::Kind;
 use crate::transcript::record::Record;
 use crate::transcript::session::Session;
 
@@ -167,9 +168,9 @@ impl DropToolNoise {
 
     /// True when a record of this header is dropped for its type alone.
     fn drops_type(&self, h: &crate::transcript::record::Header) -> bool {
-        (self.opts.drop_progress && h.ty == "progress")
-            || (!h.ty.is_empty() && self.types.is_match(&h.ty))
-            || (h.ty == "attachment"
+        (self.opts.drop_progress && h.kind == Kind::Progress)
+            || (h.kind != Kind::Absent && self.types.is_match(h.kind.as_str()))
+            || (h.kind == Kind::Attachment
                 && h.subtype
                     .as_deref()
                     .is_some_and(|t| self.attachments.is_match(t)))
@@ -336,10 +337,10 @@ impl DropToolNoise {
             let Some(h) = rec.header() else { continue };
             if h.blocks.iter().any(names_call) {
                 strip.push(i);
-                if h.ty == "assistant" {
+                if h.kind == Kind::Assistant {
                     messages.extend(h.message_id.clone());
                 }
-            } else if !matches!(h.ty.as_str(), "user" | "assistant") {
+            } else if !h.kind.is_message() {
                 // progress / hook records of a dropped call.
                 let names = |x: &Option<String>| x.as_deref().is_some_and(|t| ids.contains(t));
                 if names(&h.tool_use_id) || names(&h.parent_tool_use_id) {
@@ -371,7 +372,7 @@ impl DropToolNoise {
         let mut pieces: HashMap<&str, Vec<usize>> = HashMap::new();
         for i in 0..s.records.len() {
             if let Some(h) = s.header(i) {
-                if h.ty == "assistant" {
+                if h.kind == Kind::Assistant {
                     if let Some(mid) = h.message_id.as_deref().filter(|m| messages.contains(*m)) {
                         pieces.entry(mid).or_default().push(i);
                     }
@@ -401,7 +402,7 @@ impl DropToolNoise {
         let Some(h) = rec.header() else {
             return Ok(false);
         };
-        if h.ty != "user" && h.ty != "assistant" {
+        if h.kind != Kind::User && h.kind != Kind::Assistant {
             return Ok(false);
         }
         // Only a tool result (or an image) is ever edited, and capping needs a string over the

@@ -8,11 +8,13 @@ use std::borrow::Cow;
 
 use crate::json::scan::{Cursor, RawStr, Scan};
 
+use super::Kind;
+
 /// Fields of a record that describe its place in the conversation.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Header {
-    /// `type` (`user`, `assistant`, `system`, `progress`, `summary`, …); empty when absent.
-    pub ty: String,
+    /// `type`.
+    pub kind: Kind,
     /// `subtype` on `system` records (`compact_boundary`, …) or `attachment.type`.
     pub subtype: Option<String>,
     /// `uuid`.
@@ -83,7 +85,7 @@ impl Header {
     ///
     /// ```
     /// let h = cchist::transcript::record::Header::parse(br#"{"type":"user","uuid":"u1","parentUuid":null}"#).unwrap();
-    /// assert_eq!(h.ty, "user");
+    /// assert_eq!(h.kind, Kind::User);
     /// assert_eq!(h.uuid.as_deref(), Some("u1"));
     /// assert_eq!(h.parent_uuid, None);
     /// ```
@@ -160,7 +162,7 @@ fn top_field(
     attachment_type: &mut Option<String>,
 ) -> Scan<()> {
     match &*key_name(&key) {
-        b"type" => h.ty = text(c)?.unwrap_or_default(),
+        b"type" => h.kind = text(c)?.map_or(Kind::Absent, |t| Kind::from_name(&t)),
         b"subtype" => h.subtype = text(c)?,
         b"uuid" => h.uuid = text(c)?,
         b"parentUuid" => h.parent_uuid = text(c)?,
@@ -276,7 +278,7 @@ fn trim_ascii_start(b: &[u8]) -> &[u8] {
 /// differential tests.
 #[cfg(test)]
 mod reference {
-    use super::{Block, Header};
+    use super::{Block, Header, Kind};
     use serde::Deserialize;
     use serde_json::value::RawValue;
 
@@ -377,7 +379,7 @@ mod reference {
         }
         let raw: RawHeader = from_slice(bytes)?;
         let mut h = Header {
-            ty: string(raw.ty).unwrap_or_default(),
+            kind: string(raw.ty).map_or(Kind::Absent, |t| Kind::from_name(&t)),
             subtype: string(raw.subtype),
             uuid: string(raw.uuid),
             parent_uuid: string(raw.parent_uuid),
@@ -488,7 +490,7 @@ mod tests {
     #[test]
     fn escaped_strings_are_decoded() {
         let h = Header::parse(br#"{"type":"us\u0065r","uuid":"a\/b"}"#).unwrap();
-        assert_eq!(h.ty, "user");
+        assert_eq!(h.kind, Kind::User);
         assert_eq!(h.uuid.as_deref(), Some("a/b"));
     }
     fn without_scan_stats(h: Option<Header>) -> Option<Header> {
