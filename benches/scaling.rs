@@ -56,6 +56,18 @@ const SHAPES: &[Shape] = &[
         gen::parent_two_cycles,
     ),
     (
+        "relink/unanswered-tool-calls",
+        "[[stage]]\ntype = \"relink\"\n",
+        5_000,
+        gen::unanswered_tool_calls,
+    ),
+    (
+        "relink/detached-message-pieces",
+        "[[stage]]\ntype = \"relink\"\n",
+        5_000,
+        gen::detached_message_pieces,
+    ),
+    (
         "drop-tool-noise/opaque-after-dropped",
         "[[stage]]\ntype = \"drop-tool-noise\"\n",
         10_000,

@@ -558,8 +558,16 @@ fn join_split_messages(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<(
     Ok(())
 }
 
+/// One pass: every piece not chained to the previous piece of its message (same branch) is
+/// hung from it. Pieces are found through a per-message list, not a scan back; whether the
+/// earlier piece hangs below the later one (then they swap places on the chain) is found
+/// after the pass by one cycle search, which a join onto a descendant is the only way to
+/// create, instead of a walk up the chain per piece.
 fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
-    let mut seen: HashSet<String> = HashSet::new();
+    // Last uuid-bearing piece seen so far, per (message, branch).
+    let mut last: HashMap<(String, Branch), usize> = HashMap::new();
+    // (later piece, earlier piece, the later piece's parent before the join).
+    let mut joined: Vec<(usize, usize, Option<String>)> = Vec::new();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
         if h.kind != Kind::Assistant {
@@ -568,28 +576,41 @@ fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
         let Some(mid) = h.message_id.clone() else {
             continue;
         };
-        if seen.insert(mid.clone()) || s.continues_message(i, &mid) {
-            continue;
-        }
-        let branch = branch_of(s, i);
-        let prev = (0..i).rev().find(|&j| {
-            s.header(j).is_some_and(|hj| {
-                hj.kind == Kind::Assistant
-                    && hj.message_id.as_deref() == Some(mid.as_str())
-                    && hj.uuid.is_some()
-            }) && branch_of(s, j) == branch
-        });
-        let (Some(j), Some(own)) = (prev, uuid_of(s, i)) else {
+        let has_uuid = h.uuid.is_some();
+        let above = h.parent_uuid.clone();
+        let Some(branch) = branch_of(s, i) else {
             continue;
         };
-        let j_uuid = uuid_of(s, j).expect("checked above");
-        if descends_from(s, j, i) {
-            // The earlier piece hangs below this one: swap them on the chain.
-            let above = s.header(i).and_then(|h| h.parent_uuid.clone());
-            set_parent(s, j, above.as_deref().filter(|p| *p != own), cx)?;
+        let key = (mid, branch);
+        let prev = last.get(&key).copied();
+        if has_uuid {
+            last.insert(key.clone(), i);
         }
+        let Some(j) = prev else { continue };
+        if s.continues_message(i, &key.0) || !has_uuid {
+            continue;
+        }
+        let j_uuid = uuid_of(s, j).expect("only pieces with a uuid are listed");
         set_parent(s, i, Some(&j_uuid), cx)?;
+        joined.push((i, j, above));
         st.split_joined += 1;
+    }
+    if joined.is_empty() {
+        return Ok(());
+    }
+    // A join onto a piece that hung below the joined one closed a loop: swap them instead
+    // (the earlier piece takes the later one's old place on the chain).
+    let in_cycle: HashSet<usize> = s.parent_cycles().into_iter().flatten().collect();
+    for (i, j, above) in joined {
+        if in_cycle.contains(&i) && in_cycle.contains(&j) {
+            let own = uuid_of(s, i);
+            let above = above.filter(|p| Some(p) != own.as_ref());
+            set_parent(s, j, above.as_deref(), cx)?;
+        }
+    }
+    // Joins that closed a loop together (never seen in practice): broken as any cycle is.
+    if !s.parent_cycles().is_empty() {
+        break_cycles(s, cx, st)?;
     }
     Ok(())
 }
@@ -689,72 +710,138 @@ pub(crate) fn new_uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// The last piece of `i`'s assistant message that descends from `i` (or `i` itself).
-fn last_piece(s: &Session<'_>, i: usize) -> usize {
-    let Some(h) = s.header(i) else { return i };
-    let (Some(mid), true) = (h.message_id.clone(), h.kind == Kind::Assistant) else {
-        return i;
+/// The last piece of each assistant message that holds an unanswered `tool_use`: where its
+/// synthetic results go, so they follow the whole message. For record `i` (a piece), the last
+/// later piece of the same message and branch that descends from `i`, else `i`.
+///
+/// One walk per message, from its last piece up the chain while it stays at or after the
+/// message's first piece in the file, marks the pieces that piece descends from; a piece off
+/// that path (a forked message) falls back to a search of its own message's pieces. Messages
+/// do not overlap in a file, so the walks are linear in the file together.
+fn last_pieces(s: &Session<'_>, wanted: &[usize]) -> HashMap<usize, usize> {
+    let key = |i: usize| -> Option<(String, Branch)> {
+        let h = s.header(i)?;
+        (h.kind == Kind::Assistant).then_some(())?;
+        Some((h.message_id.clone()?, branch_of(s, i)?))
     };
-    let branch = branch_of(s, i);
-    (i + 1..s.records.len())
-        .rev()
-        .find(|&j| {
-            s.header(j).is_some_and(|hj| {
-                hj.kind == Kind::Assistant && hj.message_id.as_deref() == Some(mid.as_str())
-            }) && branch_of(s, j) == branch
-                && descends_from(s, j, i)
-        })
-        .unwrap_or(i)
+    let mut messages: HashMap<(String, Branch), Vec<usize>> = HashMap::new();
+    for &i in wanted {
+        if let Some(k) = key(i) {
+            messages.entry(k).or_default();
+        }
+    }
+    if !messages.is_empty() {
+        for j in 0..s.records.len() {
+            if let Some(list) = key(j).and_then(|k| messages.get_mut(&k)) {
+                list.push(j);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for &i in wanted {
+        out.insert(i, i);
+    }
+    for pieces in messages.values() {
+        let (Some(&first), Some(&last)) = (pieces.first(), pieces.last()) else {
+            continue;
+        };
+        let members: HashSet<usize> = pieces.iter().copied().collect();
+        let mut on_path = HashSet::new();
+        let mut cur = Some(last);
+        while let Some(k) = cur.filter(|&k| k >= first) {
+            if !on_path.insert(k) {
+                break;
+            }
+            cur = s.parent(k);
+        }
+        for &i in pieces {
+            if !out.contains_key(&i) {
+                continue;
+            }
+            let anchor = if on_path.contains(&i) {
+                last
+            } else {
+                pieces
+                    .iter()
+                    .rev()
+                    .take_while(|&&j| j > i)
+                    .find(|&&j| members.contains(&j) && descends_from(s, j, i))
+                    .copied()
+                    .unwrap_or(i)
+            };
+            out.insert(i, anchor);
+        }
+    }
+    out
 }
 
 /// Give every `tool_use` without a result a synthetic error result; true when records were
-/// inserted.
+/// inserted. Linear: the anchors, their children and the last-prompts naming them are found
+/// in one pass each, and the new records go in with one rebuild of the record list.
 fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<bool> {
-    // (anchor record, tool_use record, id), in file and block order.
-    let mut todo: Vec<(usize, usize, String)> = Vec::new();
+    // (tool_use record, id), in file and block order.
+    let mut todo: Vec<(usize, String)> = Vec::new();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
         if h.uuid.is_none() {
             continue;
         }
         // Only client tools: a server_tool_use is answered inside the assistant message.
-        let ids: Vec<String> = h
-            .blocks
-            .iter()
-            .filter(|b| b.kind == "tool_use")
-            .filter_map(|b| b.id.as_deref())
-            .filter(|id| !s.tool_results.contains_key(*id) && s.tool_uses.get(*id) == Some(&i))
-            .map(str::to_string)
-            .collect();
-        if ids.is_empty() {
-            continue;
-        }
-        let anchor = last_piece(s, i);
-        todo.extend(ids.into_iter().map(|id| (anchor, i, id)));
+        todo.extend(
+            h.blocks
+                .iter()
+                .filter(|b| b.kind == "tool_use")
+                .filter_map(|b| b.id.as_deref())
+                .filter(|id| !s.tool_results.contains_key(*id) && s.tool_uses.get(*id) == Some(&i))
+                .map(|id| (i, id.to_string())),
+        );
     }
     if todo.is_empty() {
         return Ok(false);
     }
-    todo.sort_by_key(|t| t.0);
+    let mut users: Vec<usize> = todo.iter().map(|t| t.0).collect();
+    users.dedup();
+    let anchors = last_pieces(s, &users);
+    // (anchor, [(tool_use record, id)]) by anchor, in file and block order within each.
     let mut groups: Vec<(usize, Vec<(usize, String)>)> = Vec::new();
-    for (anchor, i, id) in todo {
-        match groups.last_mut() {
-            Some((a, v)) if *a == anchor => v.push((i, id)),
-            _ => groups.push((anchor, vec![(i, id)])),
+    {
+        let mut keyed: Vec<(usize, usize, String)> = todo
+            .into_iter()
+            .map(|(i, id)| (anchors[&i], i, id))
+            .collect();
+        keyed.sort_by_key(|t| t.0);
+        for (anchor, i, id) in keyed {
+            match groups.last_mut() {
+                Some((a, v)) if *a == anchor => v.push((i, id)),
+                _ => groups.push((anchor, vec![(i, id)])),
+            }
         }
     }
-    // From the end, so earlier indexes stay valid while records are inserted.
-    for (anchor, calls) in groups.into_iter().rev() {
+    let anchor_uuids: HashMap<String, usize> = groups
+        .iter()
+        .filter_map(|(a, _)| Some((uuid_of(s, *a)?, *a)))
+        .collect();
+    // Records hanging from an anchor, and last-prompts naming one as their leaf.
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut leaves: HashMap<usize, Vec<usize>> = HashMap::new();
+    for k in 0..s.records.len() {
+        let Some(h) = s.header(k) else { continue };
+        if let Some(&a) = h.parent_uuid.as_deref().and_then(|p| anchor_uuids.get(p)) {
+            if a != k {
+                children.entry(a).or_default().push(k);
+            }
+        }
+        if h.kind == Kind::LastPrompt {
+            if let Some(&a) = h.leaf_uuid.as_deref().and_then(|l| anchor_uuids.get(l)) {
+                leaves.entry(a).or_default().push(k);
+            }
+        }
+    }
+    let mut inserts: Vec<(usize, Vec<Record<'static>>)> = Vec::new();
+    for (anchor, calls) in groups {
         let Some(anchor_uuid) = uuid_of(s, anchor) else {
             continue;
         };
-        let children: Vec<usize> = (0..s.records.len())
-            .filter(|&k| {
-                k != anchor
-                    && s.header(k).and_then(|h| h.parent_uuid.as_deref())
-                        == Some(anchor_uuid.as_str())
-            })
-            .collect();
         let line = s.records[anchor].line;
         let template = s.records[anchor]
             .value()
@@ -790,22 +877,28 @@ fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<bool>
             parent = uuid;
             st.synthetic_results += 1;
         }
-        for k in children {
+        for k in children.remove(&anchor).unwrap_or_default() {
             set_parent(s, k, Some(&parent), cx)?;
         }
         // A last-prompt that named the anchor as the leaf now names the end of the new chain.
-        for k in 0..s.records.len() {
-            let names_anchor = s.header(k).is_some_and(|h| {
-                h.kind == Kind::LastPrompt && h.leaf_uuid.as_deref() == Some(anchor_uuid.as_str())
-            });
-            if names_anchor {
-                object_mut(&mut s.records[k], cx, "relink")?
-                    .insert("leafUuid".into(), Value::from(parent.clone()));
-            }
+        for k in leaves.remove(&anchor).unwrap_or_default() {
+            object_mut(&mut s.records[k], cx, "relink")?
+                .insert("leafUuid".into(), Value::from(parent.clone()));
         }
-        let at = anchor + 1;
-        s.records.splice(at..at, new_records);
+        inserts.push((anchor, new_records));
     }
+    // Groups are in anchor order: one pass puts each batch right after its anchor.
+    let added: usize = inserts.iter().map(|(_, v)| v.len()).sum();
+    let old = std::mem::take(&mut s.records);
+    let mut records = Vec::with_capacity(old.len() + added);
+    let mut inserts = inserts.into_iter().peekable();
+    for (k, r) in old.into_iter().enumerate() {
+        records.push(r);
+        while let Some((_, batch)) = inserts.next_if(|(a, _)| *a == k) {
+            records.extend(batch);
+        }
+    }
+    s.records = records;
     Ok(true)
 }
 
@@ -1225,6 +1318,40 @@ mod tests {
         let out = run(text, |_| {});
         assert!(out.contains(r#""uuid":"2","parentUuid":"1""#), "{out}");
         assert!(out.contains(r#""uuid":"a","parentUuid":"2""#), "{out}");
+        assert!(
+            crate::findings::validate::validate(out.as_bytes()).is_empty(),
+            "{out}"
+        );
+        assert_eq!(run(&out, |_| {}), out, "idempotent");
+    }
+
+    #[test]
+    fn split_message_pieces_are_joined_and_swapped_when_reversed() {
+        // Piece b2 of message m hangs from the prompt beside b1: it is hung from b1.
+        let beside = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"b1","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"b2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
+            "\n",
+        );
+        let out = run(beside, |_| {});
+        assert!(out.contains(r#""uuid":"b2","parentUuid":"b1""#), "{out}");
+        assert!(out.contains(r#""uuid":"b1","parentUuid":"1""#), "{out}");
+        // The earlier piece in the file hangs below the later one: they swap places on the
+        // chain (c1 takes c2's old parent, c2 hangs from c1), without a loop.
+        let reversed = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"c1","parentUuid":"c2","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}]}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"c2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
+            "\n",
+        );
+        let out = run(reversed, |_| {});
+        assert!(out.contains(r#""uuid":"c1","parentUuid":"1""#), "{out}");
+        assert!(out.contains(r#""uuid":"c2","parentUuid":"c1""#), "{out}");
         assert!(
             crate::findings::validate::validate(out.as_bytes()).is_empty(),
             "{out}"

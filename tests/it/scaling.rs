@@ -90,6 +90,26 @@ fn relink_dangling_parents_is_linear() {
 }
 
 #[test]
+fn relink_unanswered_tool_calls_is_linear() {
+    assert_pipeline_linear(
+        "relink, unanswered tool calls",
+        "[[stage]]\ntype = \"relink\"\n",
+        600,
+        gen::unanswered_tool_calls,
+    );
+}
+
+#[test]
+fn relink_detached_message_pieces_is_linear() {
+    assert_pipeline_linear(
+        "relink, detached message pieces",
+        "[[stage]]\ntype = \"relink\"\n",
+        500,
+        gen::detached_message_pieces,
+    );
+}
+
+#[test]
 fn relink_parent_cycles_is_linear() {
     assert_pipeline_linear(
         "relink, parent 2-cycles",

@@ -33,6 +33,39 @@ pub fn dangling_parents(n: usize) -> String {
     t
 }
 
+/// `n` prompts, each answered by an assistant message whose `tool_use` has no result (a
+/// session cut off mid-call, many times): relink answers each, once walked the whole file per
+/// call to find the message's last piece and again to insert after it.
+pub fn unanswered_tool_calls(n: usize) -> String {
+    let mut t = String::new();
+    let mut parent: Option<String> = None;
+    for k in 0..n {
+        let (u, a) = (format!("u{k}"), format!("a{k}"));
+        t += &user(&u, parent.as_deref(), &format!("prompt {k}"));
+        t += &(format!(
+            r#"{{"parentUuid":"{u}","isSidechain":false,"type":"assistant","message":{{"id":"m{k}","role":"assistant","content":[{{"type":"tool_use","id":"toolu_{k}","name":"Bash","input":{{"command":"ls"}}}}]}},"uuid":"{a}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","cwd":"/w"}}"#
+        ) + "\n");
+        parent = Some(a);
+    }
+    t
+}
+
+/// `n` prompts, each answered by a message in two pieces where the second hangs from the
+/// prompt beside the first (an edit left it there): relink hangs it from the first piece, and
+/// once walked from the first piece to the root per message to rule out a loop.
+pub fn detached_message_pieces(n: usize) -> String {
+    let mut t = String::new();
+    let mut parent: Option<String> = None;
+    for k in 0..n {
+        let u = format!("u{k}");
+        t += &user(&u, parent.as_deref(), &format!("prompt {k}"));
+        t += &assistant(&format!("a{k}"), Some(&u), &format!("m{k}"), "first");
+        t += &assistant(&format!("b{k}"), Some(&u), &format!("m{k}"), "second");
+        parent = Some(format!("b{k}"));
+    }
+    t
+}
+
 /// `n` pairs of records that name each other as parent (2-cycles).
 pub fn parent_two_cycles(n: usize) -> String {
     let mut t = user("root", None, "start");
