@@ -68,6 +68,12 @@ const SHAPES: &[Shape] = &[
         gen::detached_message_pieces,
     ),
     (
+        "drop-tool-noise/references-into-dropped-run",
+        "[[stage]]\ntype = \"drop-tool-noise\"\n",
+        10_000,
+        gen::references_into_dropped_run,
+    ),
+    (
         "drop-tool-noise/opaque-after-dropped",
         "[[stage]]\ntype = \"drop-tool-noise\"\n",
         10_000,

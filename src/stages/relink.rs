@@ -183,7 +183,7 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
 }
 
 /// Where a reference to a uuid that is not in the file leads.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
     /// The nearest surviving record at or above it.
     Survivor(String),
@@ -195,20 +195,45 @@ pub enum Resolution {
 
 /// Resolve `uuid` through the session's tombstones.
 pub fn resolve(s: &Session<'_>, uuid: &str) -> Resolution {
-    let mut cur = uuid;
-    for _ in 0..=s.removed.len() {
-        if s.by_uuid.contains_key(cur) {
-            return Resolution::Survivor(cur.to_string());
+    Resolver::default().resolve(s, uuid)
+}
+
+/// [`resolve`] that remembers: every uuid a walk passes gets the walk's answer, so the
+/// references into one long run of removed records (dropped progress records, a summarized
+/// range) cost one walk together rather than one each. Valid while the session's uuids and
+/// tombstones stay as they are (until the next reindex).
+#[derive(Default)]
+struct Resolver(HashMap<String, Resolution>);
+
+impl Resolver {
+    fn resolve(&mut self, s: &Session<'_>, uuid: &str) -> Resolution {
+        let mut path: Vec<&str> = Vec::new();
+        let mut cur = uuid;
+        let res = loop {
+            if let Some(r) = self.0.get(cur) {
+                break r.clone();
+            }
+            if s.by_uuid.contains_key(cur) {
+                break Resolution::Survivor(cur.to_string());
+            }
+            if path.len() > s.removed.len() {
+                // A loop of tombstones: no survivor.
+                break Resolution::Unknown;
+            }
+            path.push(cur);
+            match s.removed.get(cur) {
+                Some(Some(p)) => cur = p,
+                Some(None) => break Resolution::Root,
+                // Never existed, or a removed record whose parent was itself dangling: its
+                // chain has no survivor.
+                None => break Resolution::Unknown,
+            }
+        };
+        for u in path {
+            self.0.insert(u.to_string(), res.clone());
         }
-        match s.removed.get(cur) {
-            Some(Some(p)) => cur = p,
-            Some(None) => return Resolution::Root,
-            // Never existed, or a removed record whose parent was itself dangling: its chain
-            // has no survivor.
-            None => return Resolution::Unknown,
-        }
+        res
     }
-    Resolution::Unknown
 }
 
 pub(crate) fn stage_err(cx: &Cx, stage: &'static str, line: usize, message: String) -> Error {
@@ -440,6 +465,7 @@ impl Ancestry {
 fn fix_parents(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
     let mut anc: Option<Ancestry> = None;
     let mut ix: Option<Candidates> = None;
+    let mut tombstones = Resolver::default();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
         let Some(p) = h.parent_uuid.clone() else {
@@ -450,7 +476,7 @@ fn fix_parents(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
         }
         let own = h.uuid.clone();
         let compact_summary = h.is_compact_summary;
-        let new = match resolve(s, &p) {
+        let new = match tombstones.resolve(s, &p) {
             Resolution::Survivor(u) if Some(&u) != own.as_ref() => Some(u),
             Resolution::Root => None,
             // A compaction summary hangs from its boundary, a root: without it, it is the root.
@@ -939,6 +965,7 @@ fn fix_references(
         .map(|(p, _)| *p)
         .filter(|p| p.starts_with("/compactMetadata/"))
         .collect();
+    let mut tombstones = Resolver::default();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
         let has_compact_metadata = h.has_compact_metadata;
@@ -946,7 +973,7 @@ fn fix_references(
         // Fields the header already holds.
         if let Some(v) = h.logical_parent_uuid.as_deref() {
             if !s.by_uuid.contains_key(v) {
-                let fix = match resolve(s, v) {
+                let fix = match tombstones.resolve(s, v) {
                     Resolution::Survivor(u) => Fix::Set(u),
                     Resolution::Root => Fix::Remove,
                     Resolution::Unknown => earlier_main(s, i).map_or(Fix::Remove, Fix::Set),
@@ -965,7 +992,7 @@ fn fix_references(
         }
         if let Some(v) = h.leaf_uuid.as_deref() {
             if !s.by_uuid.contains_key(v) {
-                match resolve(s, v) {
+                match tombstones.resolve(s, v) {
                     Resolution::Survivor(u) => fixes.push(("leafUuid", Fix::Set(u))),
                     Resolution::Root => fixes.push(("leafUuid", Fix::Remove)),
                     // summary.leafUuid points into other files by design.

@@ -110,6 +110,16 @@ fn relink_detached_message_pieces_is_linear() {
 }
 
 #[test]
+fn references_into_a_dropped_run_are_linear() {
+    assert_pipeline_linear(
+        "drop-tool-noise, references into a dropped run",
+        "[[stage]]\ntype = \"drop-tool-noise\"\n",
+        1000,
+        gen::references_into_dropped_run,
+    );
+}
+
+#[test]
 fn relink_parent_cycles_is_linear() {
     assert_pipeline_linear(
         "relink, parent 2-cycles",

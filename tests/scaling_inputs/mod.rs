@@ -66,6 +66,28 @@ pub fn detached_message_pieces(n: usize) -> String {
     t
 }
 
+/// A run of `n` `progress` records in one chain, each with a `system` record hanging from
+/// it: dropping the run leaves `n` references into it, each once walked up the whole run of
+/// tombstones to the first survivor.
+pub fn references_into_dropped_run(n: usize) -> String {
+    let mut t = user("root", None, "start");
+    let mut parent = "root".to_string();
+    for k in 0..n {
+        t += &format!(
+            r#"{{"parentUuid":"{parent}","isSidechain":false,"type":"progress","data":{{"type":"hook_progress"}},"uuid":"p{k}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s"}}"#
+        );
+        t += "\n";
+        parent = format!("p{k}");
+    }
+    for k in 0..n {
+        t += &format!(
+            r#"{{"parentUuid":"p{k}","isSidechain":false,"type":"system","subtype":"informational","content":"x","uuid":"s{k}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s"}}"#
+        );
+        t += "\n";
+    }
+    t
+}
+
 /// `n` pairs of records that name each other as parent (2-cycles).
 pub fn parent_two_cycles(n: usize) -> String {
     let mut t = user("root", None, "start");
