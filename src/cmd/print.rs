@@ -209,3 +209,37 @@ fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
         "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, {steps} steps summarized): {verdict}"
     ))
 }
+
+/// Print `--diff` previews (text or JSON) on stdout; the exit status reflects failures.
+pub fn diff_report(
+    diffs: Vec<(
+        cchist::io::input::Input,
+        cchist::error::Result<cchist::engine::diff::FileDiff>,
+    )>,
+    as_json: bool,
+) -> anyhow::Result<ExitStatus> {
+    let mut ok = Vec::new();
+    let mut errors = Vec::new();
+    for (inp, r) in diffs {
+        match r {
+            Ok(d) => ok.push(d),
+            Err(e) => {
+                eprintln!("cchist: error: {e}");
+                errors.push(json!({"file": inp.origin().to_string(), "error": e.to_string()}));
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let doc = json!({"files": ok, "errors": errors});
+        serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON diff")?;
+        writeln!(out)?;
+    } else {
+        out.write_all(cchist::engine::diff::render_text(&ok).as_bytes())?;
+    }
+    Ok(if errors.is_empty() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Error
+    })
+}
