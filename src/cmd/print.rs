@@ -193,6 +193,7 @@ fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
     let before = c("before_tokens")?;
     let after = c("after_tokens").unwrap_or(before);
     let budget = c("budget_tokens").unwrap_or(0);
+    let reserve = c("reserve_tokens").unwrap_or(0);
     let steps = r
         .counters
         .get("summarize-range.steps_summarized")
@@ -200,13 +201,13 @@ fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
         .unwrap_or(0);
     let verdict = if c("over_budget").is_some() {
         "still over the budget (the first prompt and the summary stay)"
-    } else if before <= budget {
+    } else if before + reserve <= budget {
         "already under the budget, nothing summarized"
     } else {
         "under the budget"
     };
     Some(format!(
-        "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, {steps} steps summarized): {verdict}"
+        "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, of which {reserve} reserved for what Claude Code adds on resume; {steps} steps summarized): {verdict}"
     ))
 }
 

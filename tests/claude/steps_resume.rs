@@ -161,11 +161,19 @@ fn fit(input: &Path, budget_tokens: u64) -> (Vec<u8>, Vec<u8>, String) {
     );
     let before = budget::resume_tokens(&mut session(&orig));
     let after = budget::resume_tokens(&mut session(&out));
-    assert!(before > budget_tokens, "the session must not fit already");
-    assert!(after <= budget_tokens, "{after} > {budget_tokens}");
+    // The estimate aims under the budget less the reserve for what the CLI adds on resume.
+    let reserve = budget::default_reserve(budget_tokens);
+    assert!(
+        before + reserve > budget_tokens,
+        "the session must not fit already"
+    );
+    assert!(
+        after + reserve <= budget_tokens,
+        "{after} + {reserve} > {budget_tokens}"
+    );
     assert!(
         err.contains(&format!(
-            "~{before} tokens before, ~{after} after (budget {budget_tokens}"
+            "~{before} tokens before, ~{after} after (budget {budget_tokens}, of which {reserve} reserved"
         )),
         "{err}"
     );
@@ -190,11 +198,16 @@ fn keep_last_10_steps_of_the_fixture() {
     keep_last_steps(&fixture(), 10);
 }
 
+/// The budget whose target (budget less the default reserve) is half the session's estimate.
+fn half_budget(input: &Path) -> u64 {
+    let before = budget::resume_tokens(&mut session(&std::fs::read(input).unwrap()));
+    (before / 2 + budget::RESERVE_BASE_TOKENS) * 10 / 9 + 1
+}
+
 #[test]
 fn fit_the_fixture_into_half_its_estimate() {
     let input = fixture();
-    let before = budget::resume_tokens(&mut session(&std::fs::read(&input).unwrap()));
-    fit(&input, before / 2);
+    fit(&input, half_budget(&input));
 }
 
 #[test]
@@ -215,7 +228,9 @@ fn fit_the_corpus_session_into_20000_tokens() {
 
 /// The resumed conversation: first prompt, summary, then exactly the kept steps' tool calls,
 /// each answered; the removed ones absent.
-fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize) {
+/// With `budget` (a `--fit` run): the resumed request's messages (JSON bytes / 4) come in
+/// under it.
+fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize, budget: Option<u64>) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = tmp.path().join(name);
     std::fs::write(&path, out).unwrap();
@@ -287,22 +302,28 @@ fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize) {
         sent <= estimate + estimate / 4 + 5_000 && estimate <= sent + sent / 10,
         "estimate {estimate} vs sent {sent}"
     );
+    if let Some(b) = budget {
+        assert!(
+            sent <= b,
+            "the resumed request ({sent} tokens) is over the budget {b}"
+        );
+    }
 }
 
 #[test]
 fn resume_keep_last_10_steps() {
     let (orig, out) = keep_last_steps(&fixture(), 10);
     let n = step_uuids(&orig).len();
-    check_resume(&orig, &out, "agentic_long.jsonl", n - 10);
+    check_resume(&orig, &out, "agentic_long.jsonl", n - 10, None);
 }
 
 #[test]
 fn resume_fit() {
     let input = fixture();
-    let before = budget::resume_tokens(&mut session(&std::fs::read(&input).unwrap()));
-    let (orig, out, steps) = fit(&input, before / 2);
+    let b = half_budget(&input);
+    let (orig, out, steps) = fit(&input, b);
     let last: usize = steps.split("..").last().unwrap().parse().unwrap();
-    check_resume(&orig, &out, "agentic_long.jsonl", last);
+    check_resume(&orig, &out, "agentic_long.jsonl", last, Some(b));
 }
 
 #[test]
@@ -313,10 +334,10 @@ fn resume_corpus_keep_last_10_steps_and_fit_20000() {
     let name = input.file_name().unwrap().to_string_lossy().into_owned();
     let (orig, out) = keep_last_steps(&input, 10);
     let n = step_uuids(&orig).len();
-    check_resume(&orig, &out, &name, n - 10);
+    check_resume(&orig, &out, &name, n - 10, None);
     let (orig, out, steps) = fit(&input, 20_000);
     let last: usize = steps.split("..").last().unwrap().parse().unwrap();
-    check_resume(&orig, &out, &name, last);
+    check_resume(&orig, &out, &name, last, Some(20_000));
 }
 
 /// Writes the fixture: the real CLI against a scripted mock (`cargo test --test steps_resume

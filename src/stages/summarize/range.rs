@@ -191,6 +191,8 @@ impl SummarizeRange {
         budget: u64,
         cx: &mut Cx,
     ) -> Result<Option<(usize, usize)>> {
+        let (reserve, target) = self.fit_target(budget);
+        cx.count("summarize-range.fit.reserve_tokens", reserve);
         let on_path: HashSet<usize> = budget::resume_path(s).into_iter().collect();
         let cost: Vec<u64> = segs
             .iter()
@@ -205,6 +207,8 @@ impl SummarizeRange {
         let total: u64 = cost.iter().sum();
         cx.count("summarize-range.fit.budget_tokens", budget);
         cx.count("summarize-range.fit.before_tokens", total);
+        // From here on the budget is what the session's records may take.
+        let budget = target;
         if total <= budget || segs.len() < 2 {
             cx.count("summarize-range.fit.after_tokens", total);
             if total > budget {
