@@ -1,6 +1,6 @@
 //! The summary command: the range as JSONL on its standard input, bounded in time and output.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,7 +10,10 @@ use crate::stages::relink::stage_err;
 use crate::stages::Cx;
 use crate::transcript::session::Session;
 
+use serde_json::Value;
+
 use super::options::{SummarizeRange, MAX_COMMAND_OUTPUT};
+use super::range::Segment;
 use super::NAME;
 
 impl SummarizeRange {
@@ -146,4 +149,102 @@ impl SummarizeRange {
         }
         Ok(text.to_string())
     }
+}
+
+/// What a summary command answered: plain text (the summary), or a JSON object
+/// `{"summary": "...", "keep": ["uuid", ...]}` naming records of the range to keep verbatim.
+pub(super) fn parse_reply(out: &str) -> std::result::Result<(String, Vec<String>), String> {
+    let t = out.trim();
+    let Some(Value::Object(m)) = t
+        .starts_with('{')
+        .then(|| serde_json::from_str::<Value>(t).ok())
+        .flatten()
+    else {
+        return Ok((t.to_string(), Vec::new()));
+    };
+    if let Some(k) = m.keys().find(|k| *k != "summary" && *k != "keep") {
+        return Err(format!(
+            "its JSON reply has an unknown key `{k}`; write {{\"summary\": \"...\", \"keep\": [uuids]}}"
+        ));
+    }
+    let summary = match m.get("summary") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => {
+            return Err(
+                "its JSON reply needs a non-empty `summary` string (or print plain text)".into(),
+            )
+        }
+    };
+    let keep = match m.get("keep") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|u| {
+                u.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| "`keep` must be a list of uuid strings".to_string())
+            })
+            .collect::<std::result::Result<_, _>>()?,
+        Some(_) => return Err("`keep` must be a list of uuid strings".into()),
+    };
+    Ok((summary, keep))
+}
+
+/// The records to keep verbatim: the whole segment (step, or turn head) of every uuid in
+/// `keep`, grown until no tool call is cut (a kept tool_use keeps its results and the
+/// reverse). Every uuid must name a record of the range (`range`, its segments).
+pub(super) fn kept_records(
+    s: &Session<'_>,
+    range: &[Segment],
+    keep: &[String],
+) -> std::result::Result<BTreeSet<usize>, String> {
+    let mut seg_of: HashMap<usize, usize> = HashMap::new();
+    for (g, seg) in range.iter().enumerate() {
+        for &i in &seg.records {
+            seg_of.insert(i, g);
+        }
+    }
+    let mut chosen = vec![false; range.len()];
+    for u in keep {
+        let g = s
+            .by_uuid
+            .get(u.as_str())
+            .and_then(|i| seg_of.get(i))
+            .ok_or_else(|| {
+                format!("`keep` names {u}, which is not a record of the summarized range")
+            })?;
+        chosen[*g] = true;
+    }
+    if keep.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    loop {
+        let mut grew = false;
+        for (id, &u) in &s.tool_uses {
+            let results = s.tool_results.get(id).map(Vec::as_slice).unwrap_or(&[]);
+            let members: Vec<usize> = results.iter().copied().chain([u]).collect();
+            let segs: Vec<usize> = members
+                .iter()
+                .filter_map(|i| seg_of.get(i))
+                .copied()
+                .collect();
+            if segs.iter().any(|&g| chosen[g]) {
+                for g in segs {
+                    if !chosen[g] {
+                        chosen[g] = true;
+                        grew = true;
+                    }
+                }
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
+    Ok(range
+        .iter()
+        .zip(chosen)
+        .filter(|(_, c)| *c)
+        .flat_map(|(g, _)| g.records.iter().copied())
+        .collect())
 }

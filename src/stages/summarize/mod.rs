@@ -85,12 +85,35 @@ impl Stage for SummarizeRange {
         };
         let (first, last) = grow_over_tool_pairs(s, &segs, first, last);
         let plan = plan(&turns, &segs, first, last);
-        let removed = &plan.removed;
-        let (text, source) = match (&self.text, &self.command) {
-            (Some(t), _) => (t.clone(), "text"),
-            (None, Some(cmd)) => (self.run_command(s, removed, cmd, cx)?, "command"),
-            (None, None) => (digest(s, removed, &plan.title()), "digest"),
+        let (text, source, kept) = match (&self.text, &self.command) {
+            (Some(t), _) => (t.clone(), "text", BTreeSet::new()),
+            (None, Some(cmd)) => {
+                let out = self.run_command(s, &plan.removed, cmd, cx)?;
+                let (text, keep) = command::parse_reply(&out)
+                    .map_err(|m| stage_err(cx, NAME, 0, format!("summary command `{cmd}`: {m}")))?;
+                let kept = command::kept_records(s, &segs[first..=last], &keep)
+                    .map_err(|m| stage_err(cx, NAME, 0, format!("summary command `{cmd}`: {m}")))?;
+                (text, "command", kept)
+            }
+            (None, None) => (
+                digest(s, &plan.removed, &plan.title()),
+                "digest",
+                BTreeSet::new(),
+            ),
         };
+        let removed: &BTreeSet<usize> = &plan.removed.difference(&kept).copied().collect();
+        if removed.is_empty() {
+            return Err(stage_err(
+                cx,
+                NAME,
+                0,
+                "the summary command kept every record of the range: nothing is left to summarize; keep fewer steps".into(),
+            ));
+        }
+        let kept_uuids: Vec<String> = kept
+            .iter()
+            .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+            .collect();
         let removed_uuids: Vec<String> = removed
             .iter()
             .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
@@ -146,9 +169,28 @@ impl Stage for SummarizeRange {
         if let (Some(steps), Some(Value::Object(m))) = (&plan.steps, m.get_mut("cchistSummary")) {
             m.insert("steps".into(), Value::from(steps.clone()));
         }
-        for u in &removed_uuids {
-            s.tombstone(u, Some(&uuid));
+        if let (false, Some(Value::Object(m))) = (kept_uuids.is_empty(), m.get_mut("cchistSummary"))
+        {
+            m.insert("keptUuids".into(), Value::from(kept_uuids.clone()));
         }
+        // A reference to a removed record goes to the summary, or to the kept record nearest
+        // before it (a kept step stays on the chain between the summary and what follows).
+        let mut current: Option<String> = None;
+        for &i in &plan.removed {
+            let Some(h) = s.header(i) else { continue };
+            let u = h.uuid.clone();
+            if kept.contains(&i) {
+                if current.is_some() && !h.is_sidechain && is_conversational(h) {
+                    current = u.or(current);
+                }
+            } else {
+                let to = current.get_or_insert_with(|| uuid.clone()).clone();
+                if let Some(u) = u {
+                    s.tombstone(&u, Some(&to));
+                }
+            }
+        }
+        cx.count("summarize-range.kept_records", kept.len() as u64);
         let at = *removed.first().expect("a turn has records");
         let old = std::mem::take(&mut s.records);
         let mut summary = Some(Record::from_value(Value::Object(m)));
@@ -173,7 +215,7 @@ impl Stage for SummarizeRange {
         if let Selector::Fit(budget) = self.selector {
             let after = budget::resume_tokens(s);
             cx.count("summarize-range.fit.after_tokens", after);
-            if after > budget {
+            if after > self.fit_target(budget).1 {
                 cx.count("summarize-range.fit.over_budget", 1);
             }
         }

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::OptionError;
+use crate::transcript::budget;
 
 /// Options of `summarize-range`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -33,6 +34,11 @@ pub struct SummarizeOptions {
     /// conversation rebuilt on resume is estimated under it ([`crate::transcript::budget`]).
     #[serde(default)]
     pub fit: Option<u64>,
+    /// With `fit`: tokens of the budget kept for what Claude Code adds on resume (its
+    /// reminders and context, the next prompt) and the estimate's error; the estimate aims at
+    /// `fit - fit_reserve`. Default [`budget::default_reserve`] (4,000 + 10 % of `fit`).
+    #[serde(default)]
+    pub fit_reserve: Option<u64>,
     /// The summary text.
     #[serde(default)]
     pub text: Option<String>,
@@ -68,6 +74,7 @@ pub struct SummarizeRange {
     pub(super) text: Option<String>,
     pub(super) command: Option<String>,
     pub(super) timeout: Duration,
+    pub(super) fit_reserve: Option<u64>,
 }
 
 /// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive) as turn numbers.
@@ -163,6 +170,12 @@ impl SummarizeRange {
         } else {
             Selector::KeepLast(o.keep_last.unwrap_or(0))
         };
+        if o.fit_reserve.is_some() && o.fit.is_none() {
+            return Err(OptionError::key(
+                "fit_reserve",
+                "a reserve is part of a budget: give `fit` too",
+            ));
+        }
         if o.text.is_some() && o.command.is_some() {
             return Err(OptionError::key(
                 "command",
@@ -183,6 +196,15 @@ impl SummarizeRange {
             text: o.text,
             command: o.command,
             timeout: Duration::from_secs(o.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)),
+            fit_reserve: o.fit_reserve,
         })
+    }
+
+    /// For a budget: (reserve, the estimate to aim at).
+    pub(super) fn fit_target(&self, budget: u64) -> (u64, u64) {
+        let reserve = self
+            .fit_reserve
+            .unwrap_or_else(|| budget::default_reserve(budget));
+        (reserve, budget.saturating_sub(reserve))
     }
 }

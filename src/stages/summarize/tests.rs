@@ -3,6 +3,7 @@
 use super::*;
 use crate::error::Origin;
 use crate::io::framing::lines;
+use std::collections::BTreeSet;
 
 fn session_text(turns: usize) -> String {
     let mut t = String::new();
@@ -219,6 +220,7 @@ fn fit_takes_the_fewest_oldest_steps_under_the_budget() {
     for b in [before / 2, before * 3 / 4, before - 1] {
         let o = SummarizeOptions {
             fit: Some(b),
+            fit_reserve: Some(0),
             text: Some("S".into()),
             ..Default::default()
         };
@@ -235,6 +237,7 @@ fn fit_takes_the_fewest_oldest_steps_under_the_budget() {
         if n > 1 {
             let fewer = SummarizeRange::new(SummarizeOptions {
                 fit: None,
+                fit_reserve: None,
                 steps: Some(format!("1..{}", n - 1)),
                 ..o
             })
@@ -249,12 +252,36 @@ fn fit_takes_the_fewest_oldest_steps_under_the_budget() {
     let mut cx = Cx::new(Origin::stdin());
     let st = SummarizeRange::new(SummarizeOptions {
         fit: Some(before),
+        fit_reserve: Some(0),
         ..Default::default()
     })
     .unwrap();
     let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
     st.session(&mut s, &mut cx).unwrap();
     assert_eq!(cx.counters["summarize-range.skipped"], 1);
+    // The default reserve (for what the CLI adds on resume) comes off the budget: the same
+    // budget plus less than the reserve no longer fits as it is.
+    let b = before + budget::RESERVE_BASE_TOKENS / 2;
+    let mut cx = Cx::new(Origin::stdin());
+    let st = SummarizeRange::new(SummarizeOptions {
+        fit: Some(b),
+        text: Some("S".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+    st.session(&mut s, &mut cx).unwrap();
+    assert!(!cx.counters.contains_key("summarize-range.skipped"));
+    assert_eq!(
+        cx.counters["summarize-range.fit.reserve_tokens"],
+        budget::default_reserve(b)
+    );
+    assert!(SummarizeRange::new(SummarizeOptions {
+        steps: Some("1".into()),
+        fit_reserve: Some(10),
+        ..Default::default()
+    })
+    .is_err());
 }
 
 #[test]
@@ -346,4 +373,114 @@ fn options_are_checked() {
     .unwrap_err()
     .to_string();
     assert!(e.contains("turn 9 does not exist"), "{e}");
+}
+
+/// A crafted session for the digest's step facts: one line per record.
+fn digest_of(lines_: &[String]) -> String {
+    let text = lines_.join("\n") + "\n";
+    let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+    let all: BTreeSet<usize> = (0..s.records.len()).collect();
+    digest_body(&mut s, &all)
+}
+
+fn call(n: usize, name: &str, input: Value) -> String {
+    json!({"type":"assistant","uuid":format!("a{n}"),"message":{"id":format!("m{n}"),"role":"assistant",
+        "content":[{"type":"tool_use","id":format!("t{n}"),"name":name,"input":input}]}})
+    .to_string()
+}
+
+fn result(n: usize, error: Option<&str>) -> String {
+    let mut b = json!({"type":"tool_result","tool_use_id":format!("t{n}"),"content":error.unwrap_or("fine")});
+    if error.is_some() {
+        b["is_error"] = Value::Bool(true);
+    }
+    json!({"type":"user","uuid":format!("r{n}"),"message":{"role":"user","content":[b]}})
+        .to_string()
+}
+
+#[test]
+fn digest_has_files_with_state_commands_with_status_errors_resolved_and_the_plan() {
+    let d = digest_of(&[
+        json!({"type":"user","uuid":"p","message":{"role":"user","content":"fix it"}}).to_string(),
+        call(1, "Read", json!({"file_path":"src/a.rs"})),
+        result(1, None),
+        call(2, "Edit", json!({"file_path":"src/a.rs","old_string":"x","new_string":"y"})),
+        result(2, Some("String to replace not found in file.")),
+        call(3, "Edit", json!({"file_path":"src/a.rs","old_string":"z","new_string":"y"})),
+        result(3, None),
+        call(4, "Bash", json!({"command":"cargo test"})),
+        result(4, Some("Exit code 101\nthread main panicked")),
+        call(5, "Bash", json!({"command":"cargo build --release"})),
+        result(5, Some("Exit code 2\nlinker failed")),
+        call(6, "Bash", json!({"command":"cargo test"})),
+        result(6, None),
+        call(7, "TodoWrite", json!({"todos":[
+            {"content":"read a","status":"completed"},
+            {"content":"fix a","status":"in_progress"},
+            {"content":"ship","status":"pending"}]})),
+        result(7, None),
+        call(8, "Read", json!({"file_path":"src/b.rs"})),
+        result(8, None),
+        call(9, "Read", json!({"file_path":"src/b.rs"})),
+        result(9, None),
+        call(10, "Write", json!({"file_path":"out.txt","content":"c"})),
+        json!({"type":"assistant","uuid":"f","message":{"id":"mf","role":"assistant","content":[{"type":"text","text":"done"}]}}).to_string(),
+    ]);
+    let want = "\
+Prompts:
+- fix it
+
+Files read:
+- src/b.rs (read 2×)
+
+Files written:
+- src/a.rs (2 writes, last: Edit ok)
+- out.txt (last: Write no result)
+
+Commands run:
+- cargo test (2×) → ok
+- cargo build --release → exit 2
+
+Errors:
+- Edit src/a.rs: String to replace not found in file. — resolved later
+- Bash cargo test: Exit code 101: thread main panicked — resolved later
+- Bash cargo build --release: Exit code 2: linker failed — not resolved in this range
+
+Plan (last todo list):
+- [x] read a
+- [~] fix a
+- [ ] ship
+
+Final answer:
+done";
+    assert_eq!(d.trim_start(), want);
+}
+
+#[test]
+fn digest_is_bounded() {
+    let mut recs = vec![
+        json!({"type":"user","uuid":"p","message":{"role":"user","content":"go"}}).to_string(),
+    ];
+    for n in 1..=2000 {
+        let long = "x".repeat(5000);
+        recs.push(call(
+            n,
+            "Bash",
+            json!({"command": format!("echo {n} {long}")}),
+        ));
+        recs.push(result(n, Some(&format!("Exit code 1\n{long}"))));
+        recs.push(call(
+            100_000 + n,
+            "Edit",
+            json!({"file_path": format!("f{n}.rs")}),
+        ));
+        recs.push(result(100_000 + n, None));
+    }
+    let d = digest_of(&recs);
+    assert!(
+        d.contains("- … and 1950 more"),
+        "commands and files are capped"
+    );
+    assert!(d.contains("- … and 1980 more"), "errors are capped");
+    assert!(d.len() < 40_000, "{} bytes", d.len());
 }
