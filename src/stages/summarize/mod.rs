@@ -11,11 +11,20 @@
 //! the segment holding the other half of any tool call it would cut; a step never splits a
 //! split assistant message.
 //!
+//! A budget aims the estimate at `fit` less a reserve for what Claude Code adds on resume
+//! (`fit_reserve`, default [`budget::default_reserve`]).
+//!
 //! Every record of the range is removed and ONE `user` record with string content takes the
 //! place of the first one: the text given (`text`), the standard output of a command fed the
 //! range as JSONL on its standard input (`command`, with a timeout; a failure, a non-zero exit
 //! or empty output is an error and the file is left untouched), or else a deterministic digest
-//! (prompts, files read and written, commands run, errors, final answer). The summary record
+//! ([`digest_body`]: prompts, files read, files written with their last state, commands with
+//! their exit status, errors and whether they were resolved later, the plan of the last todo
+//! list, the final answer). A command may answer a JSON object `{"summary": "...", "keep":
+//! ["uuid", ...]}` instead of text: the records it names (uuids of the range, else an error)
+//! stay verbatim with their whole step, so a tool call keeps its result; they are listed as
+//! `keptUuids`, and a reference into a removed record after them goes to the nearest kept
+//! record before it, so they stay on the resumed chain. The summary record
 //! gets a fresh v4 uuid, the envelope of the range's first message (`sessionId`, `cwd`,
 //! `version`, `gitBranch`, …), `isSidechain: false`, `userType: "external"`, the timestamp of
 //! the range's last record, a `parentUuid` into the kept chain, and
