@@ -410,7 +410,7 @@ const MAX_FIELDS: usize = 10;
 const MAX_DEPTH: usize = 4;
 
 /// The paths of the fields that differ between two JSON lines (`text` when either is not
-/// JSON). Keys that do not look like identifiers are shown as `*`: a key may be data.
+/// JSON). Keys that do not look like field names are shown as `*`: a key may be data.
 fn changed_fields(old: &[u8], new: &[u8]) -> Vec<String> {
     let (Ok(a), Ok(b)) = (
         serde_json::from_slice::<Value>(old),
@@ -433,11 +433,14 @@ fn changed_fields(old: &[u8], new: &[u8]) -> Vec<String> {
 }
 
 fn key_label(k: &str) -> &str {
+    // Field names are short words; anything longer, or with many digits, may be data (a
+    // token used as a key) and is not printed.
     let ok = !k.is_empty()
-        && k.len() <= 40
+        && k.len() <= 24
         && k.bytes()
             .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
-        && !k.as_bytes()[0].is_ascii_digit();
+        && !k.as_bytes()[0].is_ascii_digit()
+        && k.bytes().filter(u8::is_ascii_digit).count() <= 3;
     if ok {
         k
     } else {
@@ -583,5 +586,35 @@ fn render_record(r: &RecordDiff) -> String {
             }
             s
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_paths_name_keys_never_values() {
+        let old = br#"{"parentUuid":"a","message":{"content":[{"type":"text","text":"ghp_secret"}]},"env":{"ghp_0123456789abcdefghijABCDEFGHIJ012345":"x"}}"#;
+        let new = br#"{"parentUuid":"b","message":{"content":[{"type":"text","text":"[REDACTED]"}]},"env":{"ghp_0123456789abcdefghijABCDEFGHIJ012345":"y"},"x":1}"#;
+        let f = changed_fields(old, new);
+        assert_eq!(
+            f,
+            [
+                "parentUuid",
+                "message.content[0].text",
+                "env.*",
+                "x (added)"
+            ]
+        );
+        assert_eq!(changed_fields(b"not json", b"{}"), ["text"]);
+        assert_eq!(
+            changed_fields(br#"{"a":[1,2]}"#, br#"{"a":[1]}"#),
+            ["a (2 → 1 items)"]
+        );
+        assert_eq!(
+            changed_fields(br#"{"a":1,"b":2}"#, br#"{"b":2,"a":1}"#),
+            ["(formatting)"]
+        );
     }
 }
