@@ -504,3 +504,74 @@ fn step_range_flags_and_pipeline_file_agree() {
     );
     assert_eq!(code, 2);
 }
+
+/// `--command` answering `{"summary", "keep"}` (issue 19 part 3): the kept step (named by one
+/// of its records) resumes verbatim between the summary and the last steps — exactly its tool
+/// calls and the last steps' are sent, each answered.
+#[test]
+fn resume_command_keep() {
+    let input = fixture();
+    let orig = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&orig);
+    let n = steps.len();
+    let keep_step = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let reply = dir.path().join("reply.json");
+    std::fs::write(
+        &reply,
+        json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]}).to_string(),
+    )
+    .unwrap();
+    let cmd = format!("cat >/dev/null; cat {}", reply.display());
+    let (out, _) = cchist(
+        &[
+            "summarize-range",
+            "--keep-last-steps",
+            "10",
+            "--command",
+            &cmd,
+        ],
+        &input,
+    );
+    assert!(validate(&out).is_empty(), "{:?}", validate(&out));
+    let path = dir.path().join("agentic_long.jsonl");
+    std::fs::write(&path, &out).unwrap();
+    let Some(probe) = resume(&path) else { return };
+    let m = probe.expect_ok("command keep");
+    let kept: HashSet<&str> = steps[keep_step - 1]
+        .iter()
+        .chain(steps[n - 10..].iter().flatten())
+        .map(String::as_str)
+        .collect();
+    let want = tool_use_ids(&orig, &kept);
+    let mut sent_uses = Vec::new();
+    let mut sent_results = HashSet::new();
+    for msg in m {
+        for b in msg["content"].as_array().into_iter().flatten() {
+            match b["type"].as_str() {
+                Some("tool_use") => sent_uses.push(b["id"].as_str().unwrap().to_owned()),
+                Some("tool_result") => {
+                    sent_results.insert(b["tool_use_id"].as_str().unwrap().to_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(!tool_use_ids(
+        &orig,
+        &steps[keep_step - 1].iter().map(String::as_str).collect()
+    )
+    .is_empty());
+    eprintln!(
+        "command keep: {} tool calls sent (the kept step's and the last 10 steps'), each answered",
+        sent_uses.len()
+    );
+    assert_eq!(
+        sent_uses, want,
+        "the kept step's and the last steps' calls, in order"
+    );
+    for id in &sent_uses {
+        assert!(sent_results.contains(id), "{id} unanswered");
+    }
+    assert!(serde_json::to_string(m).unwrap().contains("parts built"));
+}
