@@ -230,13 +230,17 @@ pub fn diff_report(
             }
         }
     }
-    let mut out = std::io::stdout().lock();
-    if as_json {
+    let text = if as_json {
         let doc = json!({"files": ok, "errors": errors});
-        serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON diff")?;
-        writeln!(out)?;
+        serde_json::to_string_pretty(&doc).context("the JSON diff")? + "\n"
     } else {
-        out.write_all(cchist::engine::diff::render_text(&ok).as_bytes())?;
+        cchist::engine::diff::render_text(&ok)
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        // The reader stopped (`| head`): not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Ok),
+        r => r.context("writing the diff")?,
     }
     Ok(if errors.is_empty() {
         ExitStatus::Ok
