@@ -37,6 +37,11 @@ pub struct IoArgs {
     /// Print the per-file report as JSON on stdout (with --dry-run, --in-place or --out-dir).
     #[arg(long)]
     pub json: bool,
+    /// Write nothing; print what would change per record (dropped, changed, added, secrets
+    /// redacted: rule ids only, never a value) as text, or JSON (`--diff=json`, or with
+    /// --json). Works with --in-place, --out-dir, --all and --session alike.
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text", value_enum)]
+    pub diff: Option<Format>,
     /// Process everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default
     /// ~/.claude): every session and sub-agent transcript, the tool-results/*.txt files beside
     /// them, and history.jsonl. With --in-place, live sessions are skipped unless --force.

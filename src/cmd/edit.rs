@@ -25,6 +25,10 @@ pub struct WriteArgs {
     /// Edit even a session that looks live (written in the last minute or open in claude).
     #[arg(long)]
     pub force: bool,
+    /// Write nothing; print what would change per record (dropped, changed, added) as text,
+    /// or JSON with `--diff=json`.
+    #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text", value_enum)]
+    pub diff: Option<super::args::Format>,
 }
 
 impl WriteArgs {
@@ -61,6 +65,15 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
         OnInvalid::Keep,
         "history edit".into(),
     );
+    if let Some(f) = w.diff {
+        let input = cchist::io::input::Input::File {
+            path: session.path.clone(),
+            rel: session.path.file_name().map(Into::into).unwrap_or_default(),
+        };
+        let d = cchist::engine::diff::diff_input(&pipeline, &input);
+        print_labels(&edit.report());
+        return super::print::diff_report(vec![(input, d)], f == super::args::Format::Json);
+    }
     let (report, written) = rewrite::mutate(session, &pipeline, w.options())?;
     let er = edit.report();
     print_labels(&er);

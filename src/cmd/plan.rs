@@ -10,7 +10,7 @@ use cchist::error::ExitStatus;
 use cchist::io::input::Input;
 
 use super::args::IoArgs;
-use super::print::{describe, report, summary_table, totals};
+use super::print::{describe, diff_report, report, summary_table, totals};
 
 /// Expand the path arguments, or fail with a message that says what to do.
 pub fn inputs(
@@ -41,14 +41,14 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         let projects = layout::projects_dir(&layout::config_root()?);
         paths.push(layout::find_by_id(&projects, id)?.path);
     }
-    if io.fork {
+    if io.fork && io.diff.is_none() {
         return fork(&pipeline, &paths);
     }
     let mode = io.mode();
     if io.all {
         return all(pipeline, io, mode, started);
     }
-    if io.json && mode == Mode::Stdout {
+    if io.json && mode == Mode::Stdout && io.diff.is_none() {
         bail!("--json prints a report on stdout, where the transcript goes without --in-place, --out-dir or --dry-run; add one of those");
     }
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
@@ -79,6 +79,14 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if matches!(mode, Mode::InPlace { .. }) && !io.force {
         let mut verdicts = Default::default();
         walk.inputs.retain(|inp| match live_reason(inp, &mut verdicts) {
+            // A preview writes nothing: show it, and say the real run would refuse the file.
+            Some(why) if io.diff.is_some() => {
+                eprintln!(
+                    "cchist: note: {}: the session looks live ({why}); a run with --in-place would leave it untouched unless --force",
+                    inp.origin()
+                );
+                true
+            }
             Some(why) => {
                 refused.push(runner::Outcome {
                     input: inp.clone(),
@@ -91,6 +99,10 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
             }
             None => true,
         });
+    }
+    if let Some(f) = io.diff {
+        let diffs = cchist::engine::diff::diff_all(&pipeline, &walk.inputs, io.jobs);
+        return diff_report(diffs, io.json || f == super::args::Format::Json);
     }
     let opts = RunOptions {
         mode: mode.clone(),
@@ -214,6 +226,10 @@ fn all(
             "cchist: skipped {} (live session: {why}; --force to process it anyway)",
             p.display()
         );
+    }
+    if let Some(f) = io.diff {
+        let diffs = cchist::engine::diff::diff_all(&pipeline, &walk.inputs, io.jobs);
+        return diff_report(diffs, io.json || f == super::args::Format::Json);
     }
     let opts = RunOptions {
         mode: mode.clone(),

@@ -193,6 +193,7 @@ fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
     let before = c("before_tokens")?;
     let after = c("after_tokens").unwrap_or(before);
     let budget = c("budget_tokens").unwrap_or(0);
+    let reserve = c("reserve_tokens").unwrap_or(0);
     let steps = r
         .counters
         .get("summarize-range.steps_summarized")
@@ -200,12 +201,50 @@ fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
         .unwrap_or(0);
     let verdict = if c("over_budget").is_some() {
         "still over the budget (the first prompt and the summary stay)"
-    } else if before <= budget {
+    } else if before + reserve <= budget {
         "already under the budget, nothing summarized"
     } else {
         "under the budget"
     };
     Some(format!(
-        "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, {steps} steps summarized): {verdict}"
+        "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, of which {reserve} reserved for what Claude Code adds on resume; {steps} steps summarized): {verdict}"
     ))
+}
+
+/// Print `--diff` previews (text or JSON) on stdout; the exit status reflects failures.
+pub fn diff_report(
+    diffs: Vec<(
+        cchist::io::input::Input,
+        cchist::error::Result<cchist::engine::diff::FileDiff>,
+    )>,
+    as_json: bool,
+) -> anyhow::Result<ExitStatus> {
+    let mut ok = Vec::new();
+    let mut errors = Vec::new();
+    for (inp, r) in diffs {
+        match r {
+            Ok(d) => ok.push(d),
+            Err(e) => {
+                eprintln!("cchist: error: {e}");
+                errors.push(json!({"file": inp.origin().to_string(), "error": e.to_string()}));
+            }
+        }
+    }
+    let text = if as_json {
+        let doc = json!({"files": ok, "errors": errors});
+        serde_json::to_string_pretty(&doc).context("the JSON diff")? + "\n"
+    } else {
+        cchist::engine::diff::render_text(&ok)
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        // The reader stopped (`| head`): not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Ok),
+        r => r.context("writing the diff")?,
+    }
+    Ok(if errors.is_empty() {
+        ExitStatus::Ok
+    } else {
+        ExitStatus::Error
+    })
 }

@@ -59,6 +59,7 @@ pub fn run(args: SummarizeArgs) -> anyhow::Result<ExitStatus> {
         steps: args.steps,
         keep_last_steps: args.keep_last_steps,
         fit: args.fit,
+        fit_reserve: None,
         text: args.text,
         command: args.command,
         timeout_secs: args.timeout,

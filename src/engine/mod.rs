@@ -2,5 +2,6 @@
 //! that configures both.
 
 pub mod config;
+pub mod diff;
 pub mod pipeline;
 pub mod runner;

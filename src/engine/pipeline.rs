@@ -6,6 +6,7 @@ use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::diff::{Event, Trace};
 use crate::error::{Error, Origin, Result};
 use crate::findings::Finding;
 use crate::io::output::Sink;
@@ -124,10 +125,25 @@ impl Pipeline {
         origin: &Origin,
         sink: &mut dyn Sink,
     ) -> Result<FileReport> {
+        Ok(self.run_buffer_traced(data, origin, sink, false)?.0)
+    }
+
+    /// [`Pipeline::run_buffer`], also returning what each stage did to each record when
+    /// `trace` is set (for `--diff`, [`crate::engine::diff`]).
+    pub fn run_buffer_traced(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        sink: &mut dyn Sink,
+        trace: bool,
+    ) -> Result<(FileReport, Option<Box<Trace>>)> {
         self.precheck(data, origin)?;
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = Cx::new(origin.clone());
+        if trace {
+            cx.trace = Some(Box::default());
+        }
         let mut out = Out::new(sink, data);
         if self.needs_session() {
             self.run_session(data, &mut cx, &mut report, &mut out)?;
@@ -138,7 +154,7 @@ impl Pipeline {
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
         report.counters = cx.counters;
-        Ok(report)
+        Ok((report, cx.trace))
     }
 
     /// Run the stages' text transformation over a plain-text companion file; returns the new
@@ -317,6 +333,7 @@ impl Pipeline {
             if rec.edits() != before {
                 report.stages[i].1.changed += 1;
                 report.changed = true;
+                Trace::note(cx, rec.id(), rec.line, i, Event::Changed);
             }
         }
         Ok(())
@@ -335,10 +352,12 @@ impl Pipeline {
             let stats = &mut report.stages[i].1;
             if verdict == Verdict::Drop {
                 stats.dropped += 1;
+                Trace::note(cx, rec.id(), rec.line, i, Event::Dropped);
                 return Ok(false);
             }
             if rec.edits() != before {
                 stats.changed += 1;
+                Trace::note(cx, rec.id(), rec.line, i, Event::Changed);
             }
         }
         Ok(true)
@@ -353,6 +372,9 @@ impl Pipeline {
     ) -> Result<()> {
         report.records_out += 1;
         report.bytes_out += rec.output_len();
+        if let Some(t) = cx.trace.as_deref() {
+            t.output(rec);
+        }
         if rec.is_changed() {
             report.changed = true;
         }
@@ -408,20 +430,41 @@ impl Pipeline {
                 .iter()
                 .map(|r| (r.id(), r.edits()))
                 .collect();
+            // With a trace, the lines of the records before the stage (to name the dropped).
+            let lines: Option<Vec<(u64, usize)>> = cx
+                .trace
+                .is_some()
+                .then(|| session.records.iter().map(|r| (r.id(), r.line)).collect());
             stage.session(&mut session, cx)?;
             let stats = &mut report.stages[i].1;
             let mut kept = 0u64;
+            let mut alive = lines.as_ref().map(|_| foldhash::HashSet::default());
             for r in &session.records {
+                if let Some(a) = alive.as_mut() {
+                    a.insert(r.id());
+                }
                 match before.get(&r.id()) {
-                    None => stats.added += 1,
+                    None => {
+                        stats.added += 1;
+                        Trace::note(cx, r.id(), r.line, i, Event::Added);
+                    }
                     Some(&e) => {
                         kept += 1;
                         if e != r.edits() {
                             stats.changed += 1;
+                            Trace::note(cx, r.id(), r.line, i, Event::Changed);
                         }
                     }
                 }
             }
+            if let (Some(lines), Some(alive)) = (lines, alive) {
+                for (id, line) in lines {
+                    if !alive.contains(&id) {
+                        Trace::note(cx, id, line, i, Event::Dropped);
+                    }
+                }
+            }
+            let stats = &mut report.stages[i].1;
             stats.dropped += before.len() as u64 - kept;
             if stats.dropped > 0 || stats.added > 0 {
                 report.changed = true;

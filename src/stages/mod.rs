@@ -56,6 +56,9 @@ pub struct Cx {
     pub findings: Vec<Finding>,
     /// Free-form counters a stage wants to report (e.g. `redactions`).
     pub counters: BTreeMap<String, u64>,
+    /// What each stage did to each record, when a `--diff` preview asked for it (the
+    /// pipeline fills it; stages leave it alone).
+    pub trace: Option<Box<crate::engine::diff::Trace>>,
 }
 
 impl Cx {
@@ -65,6 +68,7 @@ impl Cx {
             origin,
             findings: Vec::new(),
             counters: BTreeMap::new(),
+            trace: None,
         }
     }
 

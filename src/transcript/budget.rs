@@ -11,6 +11,15 @@
 //! model reads; the API bills an image by its size, at most about 1,600 tokens for the
 //! ~1.15 megapixel images Claude Code sends). The system prompt and the tool definitions are
 //! not part of the session and are not counted: a budget is for the conversation.
+//!
+//! **Reserve.** The conversation the CLI sends on resume is more than the session's records:
+//! it adds its own messages (system reminders, the context attachments it rebuilds, the next
+//! prompt), and the message wrappers and JSON escapes the estimate leaves out. Measured with
+//! Claude Code 2.1.328 against the mock API (`tests/claude/steps_resume.rs`, messages sent as
+//! JSON bytes / 4): a 2-turn corpus session cut to an estimate of 19,341 tokens was sent as
+//! 23,450 (+4,109), the same cut to 3,589 as 6,619 (+3,030); a small generated session cut to
+//! 4,615 as 5,365 (+750). So `--fit B` aims the estimate at `B - reserve`, the reserve being
+//! [`RESERVE_BASE_TOKENS`] plus a tenth of `B` ([`default_reserve`]; `fit_reserve` sets it).
 
 use serde_json::Value;
 
@@ -22,6 +31,15 @@ pub const BYTES_PER_TOKEN: u64 = 4;
 
 /// Tokens counted for one image or document block.
 pub const IMAGE_TOKENS: u64 = 1600;
+
+/// The fixed part of the default reserve: what Claude Code adds to a resumed conversation.
+pub const RESERVE_BASE_TOKENS: u64 = 4_000;
+
+/// The default reserve of a budget: [`RESERVE_BASE_TOKENS`] plus 10 % of it for the
+/// estimate's own error (wrappers and escapes grow with the conversation).
+pub fn default_reserve(budget: u64) -> u64 {
+    RESERVE_BASE_TOKENS + budget / 10
+}
 
 /// Attachment types written without `rendered` text that the CLI does not send to the model
 /// (the prompt snapshot is a copy of the system prompt for the CLI's own bookkeeping).

@@ -164,11 +164,19 @@ fn fit(input: &Path, budget_tokens: u64) -> (Vec<u8>, Vec<u8>, String) {
     );
     let before = budget::resume_tokens(&mut session(&orig));
     let after = budget::resume_tokens(&mut session(&out));
-    assert!(before > budget_tokens, "the session must not fit already");
-    assert!(after <= budget_tokens, "{after} > {budget_tokens}");
+    // The estimate aims under the budget less the reserve for what the CLI adds on resume.
+    let reserve = budget::default_reserve(budget_tokens);
+    assert!(
+        before + reserve > budget_tokens,
+        "the session must not fit already"
+    );
+    assert!(
+        after + reserve <= budget_tokens,
+        "{after} + {reserve} > {budget_tokens}"
+    );
     assert!(
         err.contains(&format!(
-            "~{before} tokens before, ~{after} after (budget {budget_tokens}"
+            "~{before} tokens before, ~{after} after (budget {budget_tokens}, of which {reserve} reserved"
         )),
         "{err}"
     );
@@ -193,11 +201,16 @@ fn keep_last_10_steps_of_the_fixture() {
     keep_last_steps(&fixture(), 10);
 }
 
+/// The budget whose target (budget less the default reserve) is half the session's estimate.
+fn half_budget(input: &Path) -> u64 {
+    let before = budget::resume_tokens(&mut session(&std::fs::read(input).unwrap()));
+    (before / 2 + budget::RESERVE_BASE_TOKENS) * 10 / 9 + 1
+}
+
 #[test]
 fn fit_the_fixture_into_half_its_estimate() {
     let input = fixture();
-    let before = budget::resume_tokens(&mut session(&std::fs::read(&input).unwrap()));
-    fit(&input, before / 2);
+    fit(&input, half_budget(&input));
 }
 
 #[test]
@@ -218,7 +231,9 @@ fn fit_the_corpus_session_into_20000_tokens() {
 
 /// The resumed conversation: first prompt, summary, then exactly the kept steps' tool calls,
 /// each answered; the removed ones absent.
-fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize) {
+/// With `budget` (a `--fit` run): the resumed request's messages (JSON bytes / 4) come in
+/// under it.
+fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize, budget: Option<u64>) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = tmp.path().join(name);
     std::fs::write(&path, out).unwrap();
@@ -290,22 +305,28 @@ fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize) {
         sent <= estimate + estimate / 4 + 5_000 && estimate <= sent + sent / 10,
         "estimate {estimate} vs sent {sent}"
     );
+    if let Some(b) = budget {
+        assert!(
+            sent <= b,
+            "the resumed request ({sent} tokens) is over the budget {b}"
+        );
+    }
 }
 
 #[test]
 fn resume_keep_last_10_steps() {
     let (orig, out) = keep_last_steps(&fixture(), 10);
     let n = step_uuids(&orig).len();
-    check_resume(&orig, &out, "agentic_long.jsonl", n - 10);
+    check_resume(&orig, &out, "agentic_long.jsonl", n - 10, None);
 }
 
 #[test]
 fn resume_fit() {
     let input = fixture();
-    let before = budget::resume_tokens(&mut session(&std::fs::read(&input).unwrap()));
-    let (orig, out, steps) = fit(&input, before / 2);
+    let b = half_budget(&input);
+    let (orig, out, steps) = fit(&input, b);
     let last: usize = steps.split("..").last().unwrap().parse().unwrap();
-    check_resume(&orig, &out, "agentic_long.jsonl", last);
+    check_resume(&orig, &out, "agentic_long.jsonl", last, Some(b));
 }
 
 #[test]
@@ -316,10 +337,10 @@ fn resume_corpus_keep_last_10_steps_and_fit_20000() {
     let name = input.file_name().unwrap().to_string_lossy().into_owned();
     let (orig, out) = keep_last_steps(&input, 10);
     let n = step_uuids(&orig).len();
-    check_resume(&orig, &out, &name, n - 10);
+    check_resume(&orig, &out, &name, n - 10, None);
     let (orig, out, steps) = fit(&input, 20_000);
     let last: usize = steps.split("..").last().unwrap().parse().unwrap();
-    check_resume(&orig, &out, &name, last);
+    check_resume(&orig, &out, &name, last, Some(20_000));
 }
 
 /// Writes the fixture: the real CLI against a scripted mock (`cargo test --test steps_resume
@@ -485,4 +506,75 @@ fn step_range_flags_and_pipeline_file_agree() {
         &input,
     );
     assert_eq!(code, 2);
+}
+
+/// `--command` answering `{"summary", "keep"}` (issue 19 part 3): the kept step (named by one
+/// of its records) resumes verbatim between the summary and the last steps — exactly its tool
+/// calls and the last steps' are sent, each answered.
+#[test]
+fn resume_command_keep() {
+    let input = fixture();
+    let orig = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&orig);
+    let n = steps.len();
+    let keep_step = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let reply = dir.path().join("reply.json");
+    std::fs::write(
+        &reply,
+        json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]}).to_string(),
+    )
+    .unwrap();
+    let cmd = format!("cat >/dev/null; cat {}", reply.display());
+    let (out, _) = cchist(
+        &[
+            "summarize-range",
+            "--keep-last-steps",
+            "10",
+            "--command",
+            &cmd,
+        ],
+        &input,
+    );
+    assert!(validate(&out).is_empty(), "{:?}", validate(&out));
+    let path = dir.path().join("agentic_long.jsonl");
+    std::fs::write(&path, &out).unwrap();
+    let Some(probe) = resume(&path) else { return };
+    let m = probe.expect_ok("command keep");
+    let kept: HashSet<&str> = steps[keep_step - 1]
+        .iter()
+        .chain(steps[n - 10..].iter().flatten())
+        .map(String::as_str)
+        .collect();
+    let want = tool_use_ids(&orig, &kept);
+    let mut sent_uses = Vec::new();
+    let mut sent_results = HashSet::new();
+    for msg in m {
+        for b in msg["content"].as_array().into_iter().flatten() {
+            match b["type"].as_str() {
+                Some("tool_use") => sent_uses.push(b["id"].as_str().unwrap().to_owned()),
+                Some("tool_result") => {
+                    sent_results.insert(b["tool_use_id"].as_str().unwrap().to_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(!tool_use_ids(
+        &orig,
+        &steps[keep_step - 1].iter().map(String::as_str).collect()
+    )
+    .is_empty());
+    eprintln!(
+        "command keep: {} tool calls sent (the kept step's and the last 10 steps'), each answered",
+        sent_uses.len()
+    );
+    assert_eq!(
+        sent_uses, want,
+        "the kept step's and the last steps' calls, in order"
+    );
+    for id in &sent_uses {
+        assert!(sent_results.contains(id), "{id} unanswered");
+    }
+    assert!(serde_json::to_string(m).unwrap().contains("parts built"));
 }

@@ -10,6 +10,7 @@ mod common;
 mod bulk;
 mod check_policy;
 mod data_safety;
+mod diff;
 mod drop_tool_noise;
 mod fork_companions;
 mod hook;

@@ -62,13 +62,23 @@ fn assert_linear(name: &str, base: usize, make: fn(usize) -> String, work: &dyn 
     let small = make(base);
     let big = make(8 * base);
     work(small.as_bytes()); // warm-up: lazily built rules, allocator pages
-    let t1 = best_of_three(&mut || work(small.as_bytes()));
-    let t8 = best_of_three(&mut || work(big.as_bytes()));
-    let ratio = t8.as_secs_f64() / t1.as_secs_f64().max(1e-6);
-    eprintln!("{name}: 1× {t1:?}, 8× {t8:?}, ratio {ratio:.1}");
-    assert!(
-        ratio <= MAX_RATIO,
-        "{name}: 8× the input took {ratio:.1}× the time ({t1:?} → {t8:?}): something walks the input again per record"
+                            // Other tests share the cores: a burst of load during one side can skew one measurement,
+                            // so a ratio past the bound is measured again (up to three times). A quadratic walk is
+                            // past it every time (64× at 8×), so retries do not hide one.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let t1 = best_of_three(&mut || work(small.as_bytes()));
+        let t8 = best_of_three(&mut || work(big.as_bytes()));
+        let ratio = t8.as_secs_f64() / t1.as_secs_f64().max(1e-6);
+        eprintln!("{name}: 1× {t1:?}, 8× {t8:?}, ratio {ratio:.1}");
+        if ratio <= MAX_RATIO {
+            return;
+        }
+        seen.push(format!("{ratio:.1}× ({t1:?} → {t8:?})"));
+    }
+    panic!(
+        "{name}: 8× the input took {} the time: something walks the input again per record",
+        seen.join(", then ")
     );
 }
 

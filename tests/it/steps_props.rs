@@ -156,3 +156,72 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// A summary command answering `{"summary", "keep"}` with random records of a random step
+    /// range: the result validates, pairs stay together, every step is whole or gone, and each
+    /// step named in `keep` is kept whole.
+    #[test]
+    fn command_keep_validates_and_keeps_whole_steps(
+        turns in arb_turns(),
+        a in 1usize..30,
+        len in 0usize..30,
+        pick in any::<u64>(),
+        at in any::<u64>(),
+    ) {
+        let text = session_text(&turns);
+        let steps = uuid_steps(text.as_bytes());
+        prop_assume!(!steps.is_empty());
+        let a = 1 + (a - 1) % steps.len();
+        let b = (a + len).min(steps.len());
+        let mut chosen = Vec::new();
+        let mut keep = Vec::new();
+        for n in a..=b {
+            if pick >> (n % 64) & 1 == 1 {
+                let mut st: Vec<&String> = steps[n - 1].iter().collect();
+                st.sort();
+                chosen.push(n);
+                keep.push(st[(at as usize + n) % st.len()].clone());
+            }
+        }
+        let reply = json!({"summary": "S", "keep": keep}).to_string();
+        let stage = SummarizeRange::new(SummarizeOptions {
+            steps: Some(format!("{a}..{b}")),
+            command: Some(format!("cat >/dev/null; printf '%s' '{reply}'")),
+            ..Default::default()
+        })
+        .unwrap();
+        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        if let Err(e) = stage.session(&mut s, &mut Cx::new(Origin::stdin())) {
+            // Keeping every record of the range leaves nothing to summarize: an error.
+            prop_assert!(e.to_string().contains("nothing is left to summarize"), "{}", e);
+            return Ok(());
+        }
+        let mut out = Vec::new();
+        for r in &s.records {
+            r.write_to(&mut out);
+        }
+        let findings = validate(&out);
+        prop_assert!(findings.is_empty(), "{:?}", findings);
+        let s = Session::new(lines(&out, 1).map(Record::from_line).collect());
+        let uses: HashSet<&String> = s.tool_uses.keys().collect();
+        let results: HashSet<&String> = s.tool_results.keys().collect();
+        prop_assert_eq!(uses, results);
+        let present: HashSet<String> = (0..s.records.len())
+            .filter_map(|i| s.header(i).and_then(|h| h.uuid.clone()))
+            .collect();
+        // One chain: every record is on the path resume follows from the newest one (a kept
+        // step must not hang off the summary beside what follows it).
+        let on_path: HashSet<usize> = s.logical_path(s.leaf().unwrap()).into_iter().collect();
+        prop_assert_eq!(on_path.len(), s.records.len(), "a record fell off the chain");
+        for (n, st) in steps.iter().enumerate() {
+            let k = st.iter().filter(|u| present.contains(*u)).count();
+            prop_assert!(k == 0 || k == st.len(), "step {} split", n + 1);
+            if chosen.contains(&(n + 1)) {
+                prop_assert_eq!(k, st.len(), "step {} was to be kept", n + 1);
+            }
+        }
+    }
+}

@@ -212,3 +212,153 @@ fn a_failing_command_leaves_the_file_untouched() {
     assert_eq!(sum["message"]["content"], "6");
     assert_eq!(sum["cchistSummary"]["source"], "command");
 }
+
+/// The uuids of each step's records (steps as `history list --steps` numbers them).
+fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
+    let s = Session::new(lines(data, 1).map(Record::from_line).collect());
+    let turns = s.turns();
+    s.steps(&turns)
+        .iter()
+        .map(|st| {
+            st.records
+                .iter()
+                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// `--command` answering `{"summary", "keep"}`: the kept steps stay verbatim (a uuid in the
+/// middle of a step keeps all of it, its tool results with it), after the summary and on its
+/// chain; for every choice of kept steps the result validates (`cchist validate`).
+#[test]
+fn command_json_reply_keeps_whole_steps_verbatim() {
+    let input = corpus(P05);
+    let data = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&data);
+    let n = steps.len();
+    let dir = tempfile::tempdir().unwrap();
+    // Summarize every step but the last 3; keep some in between by one uuid each (the last
+    // uuid of the step: its tool result when it has one).
+    let choices: Vec<Vec<usize>> = vec![
+        vec![0],
+        vec![5],
+        vec![n - 4],
+        vec![2, 3, 9],
+        (0..n - 3).step_by(4).collect(),
+    ];
+    let in_lines: Vec<&[u8]> = data.split_inclusive(|&b| b == b'\n').collect();
+    for keep in choices {
+        let uuids: Vec<&str> = keep
+            .iter()
+            .map(|&k| steps[k].last().unwrap().as_str())
+            .collect();
+        let reply = dir.path().join("reply.json");
+        std::fs::write(
+            &reply,
+            serde_json::json!({"summary": "S-JSON", "keep": uuids}).to_string(),
+        )
+        .unwrap();
+        let cmd = format!("cat >/dev/null; cat {}", reply.display());
+        let out = ok(
+            &[
+                "summarize-range",
+                "--keep-last-steps",
+                "3",
+                "--command",
+                &cmd,
+            ],
+            &input,
+        );
+        assert!(validate(&out).is_empty(), "{keep:?}: {:?}", validate(&out));
+        let file = dir.path().join("out.jsonl");
+        std::fs::write(&file, &out).unwrap();
+        crate::common::ok(crate::common::cchist().arg("validate").arg(&file));
+        let recs = records(&out);
+        let at = recs
+            .iter()
+            .position(|r| r.get("cchistSummary").is_some())
+            .unwrap();
+        let sum = &recs[at];
+        assert_eq!(sum["message"]["content"], "S-JSON");
+        let kept: Vec<&str> = sum["cchistSummary"]["keptUuids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u.as_str().unwrap())
+            .collect();
+        let out_lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+        for &k in &keep {
+            for u in &steps[k] {
+                assert!(kept.contains(&u.as_str()), "{keep:?}: step {k} not whole");
+                // Verbatim, or with only its parentUuid re-pointed (its parent was removed).
+                let pos = recs.iter().position(|r| r["uuid"] == u.as_str()).unwrap();
+                let orig = in_lines
+                    .iter()
+                    .find(|l| serde_json::from_slice::<Value>(l).unwrap()["uuid"] == u.as_str())
+                    .unwrap();
+                if out_lines[pos] != *orig {
+                    let mut a: Value = serde_json::from_slice(orig).unwrap();
+                    let mut b = recs[pos].clone();
+                    a["parentUuid"] = Value::Null;
+                    b["parentUuid"] = Value::Null;
+                    assert_eq!(a, b, "{keep:?}: step {k} changed beyond its parent");
+                }
+                if k > 0 {
+                    assert!(pos > at, "kept records of the range come after the summary");
+                }
+            }
+        }
+        let removed = sum["cchistSummary"]["removedUuids"].as_array().unwrap();
+        assert!(removed.iter().all(|u| !kept.contains(&u.as_str().unwrap())));
+    }
+}
+
+#[test]
+fn command_json_reply_errors_leave_the_file_untouched() {
+    let input = corpus(P05);
+    let data = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&data);
+    let last = steps.last().unwrap()[0].clone();
+    for (reply, want) in [
+        (
+            serde_json::json!({"summary": "S", "keep": [last]}).to_string(),
+            "not a record of the summarized range",
+        ),
+        (
+            serde_json::json!({"summary": "S", "keep": ["no-such-uuid"]}).to_string(),
+            "not a record of the summarized range",
+        ),
+        (
+            serde_json::json!({"summary": "", "keep": []}).to_string(),
+            "non-empty `summary`",
+        ),
+        (
+            serde_json::json!({"summary": "S", "kept": []}).to_string(),
+            "unknown key `kept`",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.jsonl");
+        std::fs::write(&f, &data).unwrap();
+        let r = dir.path().join("reply.json");
+        std::fs::write(&r, &reply).unwrap();
+        let cmd = format!("cat {}", r.display());
+        let out = run(
+            &[
+                "summarize-range",
+                "--keep-last-steps",
+                "3",
+                "--command",
+                &cmd,
+                "-i",
+                "--force",
+            ],
+            &f,
+        );
+        assert_eq!(out.status.code(), Some(2), "{reply}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{reply}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), data);
+    }
+}
