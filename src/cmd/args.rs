@@ -34,9 +34,10 @@ pub struct IoArgs {
     /// Worker threads for multiple files (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Print the per-file report as JSON on stdout (with --dry-run, --in-place or --out-dir).
-    #[arg(long)]
-    pub json: bool,
+    /// Report format: `json` prints the per-file report as JSON on stdout (with --dry-run,
+    /// --in-place or --out-dir).
+    #[command(flatten)]
+    pub format: FormatArgs,
     /// Process everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default
     /// ~/.claude): every session and sub-agent transcript, the tool-results/*.txt files beside
     /// them, and history.jsonl. With --in-place, live sessions are skipped unless --force.
@@ -60,6 +61,11 @@ pub struct IoArgs {
 }
 
 impl IoArgs {
+    /// Whether the report is JSON (`--format json` or `--json`).
+    pub fn json(&self) -> bool {
+        self.format.json()
+    }
+
     /// The output mode the arguments ask for.
     pub fn mode(&self) -> Mode {
         if self.dry_run {
@@ -78,10 +84,37 @@ impl IoArgs {
     }
 }
 
+/// `--format text|json`, with `--json` as its alias: the same two flags on every command.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FormatArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// The same as --format json.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl FormatArgs {
+    /// The format asked for (`--json` wins).
+    pub fn get(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
+    /// Whether JSON was asked for.
+    pub fn json(&self) -> bool {
+        self.get() == Format::Json
+    }
+}
+
 /// Report format.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Default, ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Human-readable lines `file:line: rule: message`.
+    #[default]
     Text,
     /// One JSON document.
     Json,

@@ -36,6 +36,9 @@ pub struct CheckArgs {
     /// Report format (SARIF 2.1.0 for GitHub code scanning).
     #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
     pub format: CheckFormat,
+    /// The same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// A pipeline file with a `[check]` table (or a shipped name such as `ci-policy`): which
     /// rules must find nothing, size limits, forbidden tools and record types, chain validity.
     #[arg(long, value_name = "FILE|NAME")]
@@ -59,12 +62,22 @@ pub struct CheckArgs {
     /// Skip files matching this glob; repeatable.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
+    /// every project's transcripts and history.jsonl.
+    #[arg(long)]
+    pub all: bool,
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
 }
 
-pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
+    if args.json {
+        args.format = CheckFormat::Json;
+    }
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
         let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
@@ -104,7 +117,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         }
         None => None,
     };
-    let mut walk = super::plan::inputs(&args.paths, &args.include, &args.exclude)?;
+    let mut walk = super::plan::inputs(
+        &super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?,
+        &args.include,
+        &args.exclude,
+    )?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));

@@ -18,9 +18,9 @@ pub struct LsArgs {
     /// Only the sessions of this project (its working directory).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
-    /// Print JSON (an array of sessions; see README for the fields).
-    #[arg(long)]
-    pub json: bool,
+    /// Report format: `json` prints an array of sessions (see README for the fields).
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
 }
 
 /// One listed session (the `--json` shape is documented in the README).
@@ -54,7 +54,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
     }
     let rows: Vec<Row> = sessions.iter().filter_map(|s| describe(s).ok()).collect();
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.format.json() {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
         return Ok(ExitStatus::Ok);
@@ -75,7 +75,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             r.id,
             r.records,
             r.turns,
-            human_bytes(r.bytes),
+            super::print::human_bytes(r.bytes),
             r.modified.as_deref().unwrap_or("?"),
             if r.live.is_some() { "  LIVE" } else { "" },
             r.first_prompt
@@ -113,12 +113,4 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
         modified,
         live: layout::liveness(s),
     })
-}
-
-fn human_bytes(b: u64) -> String {
-    match b {
-        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} kB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
 }

@@ -33,6 +33,38 @@ pub fn inputs(
     Ok(w)
 }
 
+/// The paths a read-only scan (`check`, `validate`) covers: those given, plus the session
+/// `--session` names, plus with `--all` the projects folder and history.jsonl of the config
+/// root.
+pub fn scan_paths(
+    paths: &[std::path::PathBuf],
+    session: Option<&str>,
+    all: bool,
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut out = paths.to_vec();
+    if session.is_some() || all {
+        let root = layout::config_root()?;
+        let projects = layout::projects_dir(&root);
+        if let Some(id) = session {
+            out.push(layout::find_by_id(&projects, id)?.path);
+        }
+        if all {
+            if !projects.is_dir() {
+                bail!(
+                    "no projects folder at {}: set CLAUDE_CONFIG_DIR to Claude Code's config folder",
+                    projects.display()
+                );
+            }
+            out.push(projects);
+            let history = root.join("history.jsonl");
+            if history.is_file() {
+                out.push(history);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Run `pipeline` as the I/O arguments say and report; the exit status reflects failures.
 pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus> {
     let started = std::time::SystemTime::now();
@@ -48,7 +80,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if io.all {
         return all(pipeline, io, mode, started);
     }
-    if io.json && mode == Mode::Stdout {
+    if io.json() && mode == Mode::Stdout {
         bail!("--json prints a report on stdout, where the transcript goes without --in-place, --out-dir or --dry-run; add one of those");
     }
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
@@ -98,7 +130,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     };
     let mut outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
     outcomes.extend(refused);
-    report(&outcomes, &mode, io.json, &[])
+    report(&outcomes, &mode, io.json(), &[])
 }
 
 /// `--out-dir` mirrors each input by its path relative to its argument: two inputs with the
@@ -220,8 +252,8 @@ fn all(
         jobs: io.jobs,
     };
     let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
-    let status = report(&outcomes, &mode, io.json, &skipped)?;
-    if !io.json {
+    let status = report(&outcomes, &mode, io.json(), &skipped)?;
+    if !io.json() {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }
     Ok(status)

@@ -8,6 +8,22 @@ use cchist::engine::runner::{Mode, Outcome};
 use cchist::error::ExitStatus;
 use serde_json::json;
 
+/// The one size format of every command's text output: `512 B`, `3.4 KiB`, `12.0 MiB`,
+/// `1.2 GiB` (powers of 1024).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
 /// Totals of a run (the `summary` of `--json`, the table of a bulk run).
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Totals {
@@ -208,4 +224,17 @@ fn describe_fit(name: &str, r: &FileReport) -> Option<String> {
     Some(format!(
         "cchist: {name}: resume estimate ~{before} tokens before, ~{after} after (budget {budget}, {steps} steps summarized): {verdict}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_size_format() {
+        use super::human_bytes as h;
+        assert_eq!(h(0), "0 B");
+        assert_eq!(h(1023), "1023 B");
+        assert_eq!(h(1536), "1.5 KiB");
+        assert_eq!(h(5 << 20), "5.0 MiB");
+        assert_eq!(h(3 << 30), "3.0 GiB");
+    }
 }

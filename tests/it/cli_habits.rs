@@ -1,0 +1,209 @@
+//! Issue 17, "habits from rg, fd, gitleaks, jq": the command line as a user meets it, through
+//! the binary: one vocabulary, closed pipes, nothing to do, `-` folders, progress, completions,
+//! color, `ls` at scale, bulk undo.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::common::{copy_dir, corpus_dir};
+
+/// A config root holding generated sessions where Claude Code would put them.
+fn sandbox(names: &[&str]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for name in names {
+        let src = corpus_dir().join("generated").join(format!("{name}.jsonl"));
+        let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
+        let dir = root
+            .path()
+            .join("projects")
+            .join(cchist::claude::layout::project_folder_name(&cwd));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dst = dir.join(format!("{name}.jsonl"));
+        std::fs::copy(&src, &dst).unwrap();
+        // Old enough not to look live.
+        set_old(&dst);
+        let comp = corpus_dir().join("generated").join(name);
+        if comp.is_dir() {
+            copy_dir(&comp, &dir.join(name));
+        }
+    }
+    root
+}
+
+fn set_old(p: &Path) {
+    let f = std::fs::File::options().write(true).open(p).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+}
+
+fn all_names() -> Vec<&'static str> {
+    vec![
+        "p01_quickstart",
+        "p02_noise",
+        "p03_compact",
+        "p04_subagent",
+        "p05_long",
+    ]
+}
+
+/// `cchist` with the sandbox as config root and no HOME.
+fn cc(root: &Path) -> Command {
+    let mut c = crate::common::cchist();
+    c.env("CLAUDE_CONFIG_DIR", root)
+        .env_remove("HOME")
+        .env_remove("NO_COLOR");
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("run cchist")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json_ok(c: &mut Command) -> Value {
+    let o = run(c);
+    assert!(o.status.success(), "{c:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{c:?}: {e}: {}", stdout(&o)))
+}
+
+fn session_path(root: &Path, name: &str) -> PathBuf {
+    let src = corpus_dir().join("generated").join(format!("{name}.jsonl"));
+    let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
+    root.join("projects")
+        .join(cchist::claude::layout::project_folder_name(&cwd))
+        .join(format!("{name}.jsonl"))
+}
+
+// ---- 8. One vocabulary ----
+
+#[test]
+fn format_json_and_json_alias_on_every_reporting_command() {
+    let root = sandbox(&["p05_long"]);
+    let r = root.path();
+    let f = session_path(r, "p05_long");
+    let f = f.to_str().unwrap();
+    for args in [
+        vec!["ls"],
+        vec!["history", "list", "-s", "p05"],
+        vec!["history", "show", "-s", "p05", "--turn", "1"],
+        vec!["rules"],
+        vec!["validate", f],
+        vec!["check", f],
+        vec!["relink", "-n", f],
+    ] {
+        let a = json_ok(cc(r).args(&args).arg("--json"));
+        let b = json_ok(cc(r).args(&args).args(["--format", "json"]));
+        assert_eq!(a, b, "{args:?}: --json and --format json differ");
+    }
+}
+
+#[test]
+fn one_turn_range_grammar_in_history_and_summarize() {
+    let root = sandbox(&["p05_long"]);
+    let r = root.path();
+    let f = session_path(r, "p05_long");
+    let out = |spec: &str| {
+        let v = json_ok(
+            cc(r)
+                .args([
+                    "summarize-range",
+                    "-n",
+                    "--json",
+                    "--text",
+                    "S",
+                    "--turns",
+                    spec,
+                ])
+                .arg(&f),
+        );
+        v["files"][0]["report"]["records_out"].clone()
+    };
+    let dots = out("2..4");
+    assert!(dots.as_u64().is_some());
+    assert_eq!(out("2-4"), dots);
+    assert_eq!(out("2,3-4"), dots);
+    assert_eq!(out("2..=4"), dots);
+    // history takes the same grammar, lists and dashes and dots alike.
+    for spec in ["2-4", "2..4", "2,3..4"] {
+        let o = run(cc(r).args(["history", "delete", "-s", "p05", "-n", "--turns", spec]));
+        assert!(o.status.success(), "{spec}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("would remove turns [2, 3, 4]"),
+            "{spec}: {}",
+            stderr(&o)
+        );
+    }
+    // Steps too.
+    let a = json_ok(
+        cc(r)
+            .args(["summarize-range", "-n", "--json", "--steps", "2-3"])
+            .arg(&f),
+    );
+    let b = json_ok(
+        cc(r)
+            .args(["summarize-range", "-n", "--json", "--steps", "2..3"])
+            .arg(&f),
+    );
+    assert_eq!(
+        a["files"][0]["report"]["records_out"],
+        b["files"][0]["report"]["records_out"]
+    );
+    // A list that does not join up is refused by summarize-range, with the grammar named.
+    let o = run(cc(r)
+        .args(["summarize-range", "-n", "--turns", "2,5"])
+        .arg(&f));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("consecutive"), "{}", stderr(&o));
+}
+
+#[test]
+fn text_flag_is_one_name_with_aliases() {
+    let root = sandbox(&["p05_long"]);
+    let r = root.path();
+    for (sub, alias) in [("replace", "--with"), ("insert", "--content")] {
+        let place = if sub == "replace" {
+            ["--turns", "2"]
+        } else {
+            ["--after", "2"]
+        };
+        for flag in ["--text", alias] {
+            let o = run(cc(r)
+                .args(["history", sub, "-s", "p05", "-n"])
+                .args(place)
+                .args([flag, "hello"]));
+            assert!(o.status.success(), "{sub} {flag}: {}", stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn check_and_validate_take_session_and_all() {
+    let root = sandbox(&all_names());
+    let r = root.path();
+    let v = json_ok(cc(r).args(["validate", "--json", "-s", "p05"]));
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1);
+    assert!(files[0]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("p05_long.jsonl"));
+    let v = json_ok(cc(r).args(["validate", "--json", "--all"]));
+    assert!(v["files"].as_array().unwrap().len() >= 5, "{v}");
+    let o = run(cc(r).args(["check", "--json", "--all"]));
+    assert!(o.status.code() != Some(2), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["summary"]["scanned"].as_u64().unwrap() >= 5, "{v}");
+    let o = run(cc(r).args(["check", "--json", "--session", "p01"]));
+    assert!(o.status.code() != Some(2), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["summary"]["scanned"].as_u64().unwrap() >= 1, "{v}");
+}
