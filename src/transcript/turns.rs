@@ -244,9 +244,11 @@ pub fn parse_range(
                 }
             }
             None => {}
-            Some(_) => return Err(RangeError(format!(
+            Some(_) => {
+                return Err(RangeError(format!(
                 "`{spec}` is not one consecutive range of {what}s; summarize one range at a time"
-            ))),
+            )))
+            }
         }
     }
     Ok((acc.from, acc.to))

@@ -207,3 +207,40 @@ fn check_and_validate_take_session_and_all() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["summary"]["scanned"].as_u64().unwrap() >= 1, "{v}");
 }
+
+// ---- 2. A closed pipe is not an error ----
+
+/// Runs `c` with stdout a pipe whose reading end is already closed (`| head` that has left).
+fn closed_pipe(c: &mut Command) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    c.stdout(writer).stderr(std::process::Stdio::piped());
+    let o = c.output().unwrap();
+    o
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error_for_any_output() {
+    let root = sandbox(&["p05_long", "p01_quickstart"]);
+    let r = root.path();
+    let f = session_path(r, "p05_long");
+    let f = f.to_str().unwrap();
+    for args in [
+        vec!["ls", "--json"],
+        vec!["ls"],
+        vec!["rules", "--format", "json"],
+        vec!["rules", "--all"],
+        vec!["validate", "--format", "json", f],
+        vec!["run", "-p", "identity", "--json", "-n", f],
+        vec!["run", "-p", "identity", f],
+        vec!["redact", f],
+        vec!["history", "list", "-s", "p05"],
+        vec!["history", "show", "-s", "p05", "--turn", "1", "--json"],
+        vec!["check", "--json", f],
+        vec!["check", "--format", "sarif", f],
+    ] {
+        let o = closed_pipe(cc(r).args(&args));
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("error"), "{args:?}: {}", stderr(&o));
+    }
+}
