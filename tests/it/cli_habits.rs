@@ -212,11 +212,20 @@ fn check_and_validate_take_session_and_all() {
 
 /// Runs `c` with stdout a pipe whose reading end is already closed (`| head` that has left).
 fn closed_pipe(c: &mut Command) -> Output {
-    let (reader, writer) = std::io::pipe().unwrap();
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, which are owned from here on.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (reader, writer) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
     drop(reader);
-    c.stdout(writer).stderr(std::process::Stdio::piped());
-    let o = c.output().unwrap();
-    o
+    c.stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped());
+    c.output().unwrap()
 }
 
 #[test]
