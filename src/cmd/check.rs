@@ -117,11 +117,19 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         }
         None => None,
     };
-    let mut walk = super::plan::inputs(
-        &super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?,
-        &args.include,
-        &args.exclude,
-    )?;
+    let mut paths = super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?;
+    if paths.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        // Nobody is going to type a transcript: check what Claude Code keeps instead of
+        // waiting on the terminal.
+        let projects =
+            cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
+        eprintln!(
+            "cchist: no path given and stdin is a terminal: checking every project under {} (name paths, or pipe a transcript in, to check those)",
+            projects.display()
+        );
+        paths.push(projects);
+    }
+    let mut walk = super::plan::inputs(&paths, &args.include, &args.exclude)?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));

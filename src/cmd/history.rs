@@ -221,8 +221,19 @@ fn load(
 }
 
 fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
-    let (_, f) = load(&a.target)?;
+    let (s, f) = load(&a.target)?;
     let mut session = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect());
+    let conversational = session
+        .records
+        .iter()
+        .filter_map(|r| r.header())
+        .any(|h| h.ty == "user" || h.ty == "assistant");
+    if !conversational {
+        bail!(
+            "{}: not a Claude Code transcript (no user or assistant records); `cchist ls` lists the sessions",
+            s.path.display()
+        );
+    }
     if a.steps {
         return list_steps(&mut session, &a);
     }

@@ -20,6 +20,25 @@ pub fn inputs(
 ) -> anyhow::Result<walk::Walk> {
     let filters = Filters::new(include, exclude)?;
     let w = walk::expand(paths, &filters)?;
+    // A folder with nothing to process is a mistake (a wrong path, a filter too narrow), not a
+    // clean result: say so and fail rather than report success over nothing.
+    for p in paths.iter().filter(|p| p.is_dir()) {
+        let found = w.inputs.iter().any(|i| match i {
+            Input::File { path, .. } => path.starts_with(p),
+            Input::Stdin => false,
+        }) || w.skipped.iter().any(|(s, _)| s.starts_with(p));
+        if !found {
+            let filtered = if include.is_empty() && exclude.is_empty() {
+                ""
+            } else {
+                " matching --include/--exclude"
+            };
+            bail!(
+                "no .jsonl files under {}{filtered}: nothing to do — check the path (Claude Code keeps transcripts under ~/.claude/projects)",
+                p.display()
+            );
+        }
+    }
     for (p, why) in &w.skipped {
         eprintln!("cchist: skipped {}: {why}", p.display());
     }

@@ -253,3 +253,88 @@ fn a_closed_pipe_is_not_an_error_for_any_output() {
         assert!(!stderr(&o).contains("error"), "{args:?}: {}", stderr(&o));
     }
 }
+
+// ---- 3. Nothing to do is not success ----
+
+#[test]
+fn a_folder_without_transcripts_is_an_error() {
+    let root = sandbox(&["p01_quickstart"]);
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("notes.txt"), "not a transcript\n").unwrap();
+    let e = empty.path().to_str().unwrap();
+    for args in [
+        vec!["check", e],
+        vec!["validate", e],
+        vec!["redact", e],
+        vec!["redact", "-n", e],
+        vec!["run", "-p", "scrub", "-i", e],
+    ] {
+        let o = run(cc(root.path()).args(&args));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("no .jsonl files under {e}")),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // An --include that matches nothing says so too.
+    let p = root.path().join("projects");
+    let o = run(cc(root.path())
+        .args(["validate", "--include", "nothing-*.jsonl"])
+        .arg(&p));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("matching --include"), "{}", stderr(&o));
+}
+
+/// Runs `cmd` (a shell command line) under a pseudo-terminal: stdin, stdout and stderr are
+/// all the terminal `script` opens. Returns what the terminal showed and the exit code.
+fn under_pty(root: &Path, cmd: &str, extra_env: &[(&str, &str)]) -> (String, Option<i32>) {
+    let mut c = Command::new("timeout");
+    c.args(["60", "script", "-qec", cmd, "/dev/null"])
+        .env("CLAUDE_CONFIG_DIR", root)
+        .env_remove("HOME")
+        .env_remove("NO_COLOR")
+        .env("COLUMNS", "120")
+        .stdin(std::process::Stdio::null());
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("script (util-linux) runs");
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        o.status.code(),
+    )
+}
+
+fn bin() -> String {
+    crate::common::bin().display().to_string()
+}
+
+#[test]
+fn check_on_a_terminal_without_paths_scans_the_projects() {
+    let root = sandbox(&["p01_quickstart", "p05_long"]);
+    let (shown, code) = under_pty(root.path(), &format!("{} check", bin()), &[]);
+    // p01 holds planted secrets: findings, not a wait on the terminal (timeout would say 124).
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(
+        shown.contains("stdin is a terminal: checking every project under"),
+        "{shown}"
+    );
+    assert!(shown.contains("p01_quickstart.jsonl"), "{shown}");
+    assert!(shown.contains("of 2 file(s)"), "{shown}");
+}
+
+#[test]
+fn history_list_on_a_non_transcript_file_says_so() {
+    let root = sandbox(&["p01_quickstart"]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data.jsonl");
+    std::fs::write(&f, "{\"a\":1}\n{\"b\":2}\n").unwrap();
+    let o = run(cc(root.path()).args(["history", "list", "-f"]).arg(&f));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a Claude Code transcript"),
+        "{}",
+        stderr(&o)
+    );
+}
