@@ -49,6 +49,90 @@ pub enum Command {
     Rules(cmd::rules::RulesArgs),
 }
 
+/// The arguments with each one that starts with `-`, is no flag of its command, and names an
+/// existing file or folder turned into a path (`-home-dev-webapp` → `./-home-dev-webapp`):
+/// Claude Code names project folders after the working directory, so they start with `-`, and
+/// `cchist check -home-dev-webapp` must check that folder, not print help (`-h`) and exit 0.
+/// Flags keep their meaning (a known flag wins over a file of that name); values of options
+/// and everything after `--` are left alone.
+pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let mut root = Cli::command();
+    root.build();
+    let mut cur = &root;
+    let mut out = Vec::with_capacity(args.len());
+    // The option whose value comes next: `Some(true)` when it takes values starting with `-`.
+    let mut expect_value: Option<bool> = None;
+    let mut rest = false;
+    let dashed_path =
+        |s: &str| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists();
+    for (i, a) in args.into_iter().enumerate() {
+        let Some(s) = a.to_str().filter(|_| i > 0 && !rest) else {
+            out.push(a);
+            continue;
+        };
+        if let Some(hyphen_ok) = expect_value.take() {
+            // A value clap would refuse for its leading `-`, naming an existing path, is that
+            // path (`--file -home-dev-webapp/x.jsonl`).
+            if !hyphen_ok && dashed_path(s) {
+                out.push(format!("./{s}").into());
+            } else {
+                out.push(a);
+            }
+            continue;
+        }
+        if s == "--" {
+            rest = true;
+        } else if s.starts_with('-') && s.len() > 1 {
+            match flag_takes_value(cur, s) {
+                Some(takes) => expect_value = takes,
+                None if dashed_path(s) => {
+                    out.push(format!("./{s}").into());
+                    continue;
+                }
+                None => {}
+            }
+        } else if let Some(sub) = cur.find_subcommand(s) {
+            cur = sub;
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Whether `s` is a flag of `cmd` (`Some`), and if so whether the next argument is its value
+/// (`Some(Some(hyphen_values_allowed))`).
+fn flag_takes_value(cmd: &clap::Command, s: &str) -> Option<Option<bool>> {
+    let takes = |a: &clap::Arg| {
+        a.get_action()
+            .takes_values()
+            .then(|| a.is_allow_hyphen_values_set())
+    };
+    if let Some(long) = s.strip_prefix("--") {
+        let (name, inline) = match long.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (long, false),
+        };
+        let a = cmd.get_arguments().find(|a| {
+            a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|al| al.contains(&name))
+        })?;
+        return Some(takes(a).filter(|_| !inline));
+    }
+    // A cluster of short flags: each a known flag, the last one (or one followed by its
+    // value) possibly taking a value.
+    let mut chars = s[1..].char_indices();
+    while let Some((i, c)) = chars.next() {
+        let a = cmd.get_arguments().find(|a| {
+            a.get_short() == Some(c) || a.get_all_short_aliases().is_some_and(|al| al.contains(&c))
+        })?;
+        if let Some(hyphen_ok) = takes(a) {
+            // The value is the rest of this argument, or else the next one.
+            return Some((i + c.len_utf8() == s.len() - 1).then_some(hyphen_ok));
+        }
+    }
+    Some(None)
+}
+
 /// Run the chosen command.
 pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
     match command {

@@ -15,8 +15,9 @@ use serde::Serialize;
 /// `cchist ls` arguments.
 #[derive(Args, Debug)]
 pub struct LsArgs {
-    /// Only the sessions of this project (its working directory).
-    #[arg(long, value_name = "DIR")]
+    /// Only the sessions of this project: its folder under projects/ by name
+    /// (`-home-dev-webapp`) or path, or the working directory Claude Code recorded.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
     /// Report format: `json` prints an array of sessions (see README for the fields).
     #[command(flatten)]
@@ -41,7 +42,13 @@ struct Row {
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
     let projects = layout::projects_dir(&layout::config_root()?);
     let mut sessions = layout::list_sessions(&projects)?;
-    if let Some(p) = &args.project {
+    if let Some(folder) = args
+        .project
+        .as_deref()
+        .and_then(|p| layout::named_project_folder(&projects, p))
+    {
+        sessions.retain(|s| s.project_dir == folder);
+    } else if let Some(p) = &args.project {
         let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
         let want = abs.to_string_lossy().into_owned();
         let folder = layout::project_folder_name(&want);

@@ -338,3 +338,83 @@ fn history_list_on_a_non_transcript_file_says_so() {
         stderr(&o)
     );
 }
+
+// ---- 1. Project folders start with `-` ----
+
+#[test]
+fn a_dashed_folder_argument_is_a_path_not_flags() {
+    let root = sandbox(&["p01_quickstart"]);
+    let work = tempfile::tempdir().unwrap();
+    let dashed = work.path().join("-home-dev-webapp");
+    std::fs::create_dir(&dashed).unwrap();
+    std::fs::copy(
+        session_path(root.path(), "p01_quickstart"),
+        dashed.join("s.jsonl"),
+    )
+    .unwrap();
+    // p01 holds planted secrets: check must find them (exit 1), not print help (`-h`, exit 0).
+    for args in [
+        vec!["check", "-home-dev-webapp"],
+        vec!["check", "-j", "1", "-home-dev-webapp"],
+        vec!["check", "--", "-home-dev-webapp"],
+        vec!["check", "./-home-dev-webapp"],
+    ] {
+        let o = run(cc(root.path()).current_dir(work.path()).args(&args));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{args:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(stdout(&o).contains("s.jsonl"), "{args:?}: {}", stdout(&o));
+    }
+    let o = run(cc(root.path())
+        .current_dir(work.path())
+        .args(["validate", "-home-dev-webapp"]));
+    assert!(stderr(&o).contains("1 file(s) valid"), "{}", stderr(&o));
+    // A path as an option's value too.
+    let o = run(cc(root.path()).current_dir(work.path()).args([
+        "history",
+        "list",
+        "-f",
+        "-home-dev-webapp/s.jsonl",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Flags keep their meaning, and a missing dashed name is still an unknown flag.
+    let o = run(cc(root.path())
+        .current_dir(work.path())
+        .args(["check", "-h"]));
+    assert!(o.status.success() && stdout(&o).contains("Usage"));
+    let o = run(cc(root.path())
+        .current_dir(work.path())
+        .args(["check", "-nothere"]));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn project_is_its_folder_name_its_path_or_its_cwd() {
+    let root = sandbox(&all_names());
+    let r = root.path();
+    let f = session_path(r, "p05_long");
+    let folder = f.parent().unwrap();
+    let name = folder.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with('-'));
+    let cwd = cchist::claude::layout::first_cwd(&f).unwrap();
+    let ids = |spec: &str| -> Vec<String> {
+        let v = json_ok(cc(r).args(["ls", "--json", "--project", spec]));
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let by_name = ids(name);
+    assert_eq!(by_name, ["p05_long"]);
+    assert_eq!(ids(folder.to_str().unwrap()), by_name);
+    assert_eq!(ids(&cwd), by_name);
+    for spec in [name, folder.to_str().unwrap(), cwd.as_str()] {
+        let v = json_ok(cc(r).args(["history", "list", "--json", "--latest", "--project", spec]));
+        assert!(v.as_array().unwrap().len() > 3, "{spec}");
+    }
+}
