@@ -120,8 +120,7 @@ fn flag_takes_value(cmd: &clap::Command, s: &str) -> Option<Option<bool>> {
     }
     // A cluster of short flags: each a known flag, the last one (or one followed by its
     // value) possibly taking a value.
-    let mut chars = s[1..].char_indices();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in s[1..].char_indices() {
         let a = cmd.get_arguments().find(|a| {
             a.get_short() == Some(c) || a.get_all_short_aliases().is_some_and(|al| al.contains(&c))
         })?;
