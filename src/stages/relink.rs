@@ -58,6 +58,25 @@ pub struct RelinkOptions {
     /// Remove orphan `tool_result` blocks and answer unanswered `tool_use` blocks.
     #[serde(default = "yes")]
     pub tool_pairs: bool,
+    /// What to repair: `all` (the default: every broken link, see the module docs) or
+    /// `touched` (only what earlier stages of the pipeline broke: references to records they
+    /// removed, messages they emptied). `scrub` uses `touched`, so a file changes only where a
+    /// secret was.
+    #[serde(default)]
+    pub repair: Repair,
+}
+
+/// `relink`'s `repair` option.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Repair {
+    /// Every broken link: dangling parents, cycles, split messages, tool pairs, references.
+    #[default]
+    All,
+    /// Only what the pipeline's own changes broke. Damage already in the file, and states
+    /// Claude Code writes itself (a tool call interrupted at the tip, the compaction
+    /// summariser's parents into the main file), are left as they are.
+    Touched,
 }
 
 fn yes() -> bool {
@@ -66,7 +85,10 @@ fn yes() -> bool {
 
 impl Default for RelinkOptions {
     fn default() -> Self {
-        RelinkOptions { tool_pairs: true }
+        RelinkOptions {
+            tool_pairs: true,
+            repair: Repair::All,
+        }
     }
 }
 
@@ -149,6 +171,25 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
         HashMap::new()
     };
     let mut st = Stats::default();
+    if opts.repair == Repair::Touched {
+        // Messages an earlier stage emptied (redaction removing a message's only thinking
+        // block) go, and their children hang from what they hung from.
+        let emptied: Vec<usize> = (0..s.records.len())
+            .filter(|&i| s.records[i].is_changed() && is_empty_message(s, i))
+            .collect();
+        for &i in emptied.iter().rev() {
+            s.remove(i);
+            st.empty_messages += 1;
+        }
+        s.reindex();
+        if !s.removed.is_empty() {
+            fix_parents_with(s, cx, &mut st, true)?;
+            fix_references(s, cx, &orig, &mut st, true)?;
+            s.reindex();
+        }
+        count_stats(cx, &st);
+        return Ok(());
+    }
     fix_parents(s, cx, &mut st)?;
     break_cycles(s, cx, &mut st)?;
     join_split_messages(s, cx, &mut st)?;
@@ -161,9 +202,14 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
             s.reindex();
         }
     }
-    fix_references(s, cx, &orig, &mut st)?;
+    fix_references(s, cx, &orig, &mut st, false)?;
     s.reindex();
     s.linked = Some(opts.tool_pairs);
+    count_stats(cx, &st);
+    Ok(())
+}
+
+fn count_stats(cx: &mut Cx, st: &Stats) {
     for (name, n) in [
         ("relink.reparented", st.reparented),
         ("relink.references_rewritten", st.refs_rewritten),
@@ -178,7 +224,6 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
             cx.count(name, n);
         }
     }
-    Ok(())
 }
 
 /// Where a reference to a uuid that is not in the file leads.
@@ -437,6 +482,17 @@ impl Ancestry {
 }
 
 fn fix_parents(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
+    fix_parents_with(s, cx, st, false)
+}
+
+/// Re-point parents that name no record; `touched_only`: only those a tombstone explains
+/// (records removed in this run), leaving damage that was already there.
+fn fix_parents_with(
+    s: &mut Session<'_>,
+    cx: &Cx,
+    st: &mut Stats,
+    touched_only: bool,
+) -> Result<()> {
     let mut anc: Option<Ancestry> = None;
     let mut ix: Option<Candidates> = None;
     for i in 0..s.records.len() {
@@ -449,7 +505,11 @@ fn fix_parents(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<()> {
         }
         let own = h.uuid.clone();
         let compact_summary = h.is_compact_summary;
-        let new = match resolve(s, &p) {
+        let resolution = resolve(s, &p);
+        if touched_only && resolution == Resolution::Unknown {
+            continue;
+        }
+        let new = match resolution {
             Resolution::Survivor(u) if Some(&u) != own.as_ref() => Some(u),
             Resolution::Root => None,
             // A compaction summary hangs from its boundary, a root: without it, it is the root.
@@ -842,6 +902,7 @@ fn fix_references(
     cx: &Cx,
     orig: &HashMap<String, Option<String>>,
     st: &mut Stats,
+    touched_only: bool,
 ) -> Result<()> {
     let compact: Vec<&str> = REFERENCE_FIELDS
         .iter()
@@ -856,15 +917,19 @@ fn fix_references(
         if let Some(v) = h.logical_parent_uuid.as_deref() {
             if !s.by_uuid.contains_key(v) {
                 let fix = match resolve(s, v) {
-                    Resolution::Survivor(u) => Fix::Set(u),
-                    Resolution::Root => Fix::Remove,
-                    Resolution::Unknown => earlier_main(s, i).map_or(Fix::Remove, Fix::Set),
+                    Resolution::Survivor(u) => Some(Fix::Set(u)),
+                    Resolution::Root => Some(Fix::Remove),
+                    Resolution::Unknown if touched_only => None,
+                    Resolution::Unknown => Some(earlier_main(s, i).map_or(Fix::Remove, Fix::Set)),
                 };
-                fixes.push(("logicalParentUuid", fix));
+                if let Some(fix) = fix {
+                    fixes.push(("logicalParentUuid", fix));
+                }
             }
         }
         if let Some(v) = h.source_tool_assistant_uuid.as_deref() {
-            if !s.by_uuid.contains_key(v) {
+            let untouched = touched_only && resolve(s, v) == Resolution::Unknown;
+            if !s.by_uuid.contains_key(v) && !untouched {
                 let src = h
                     .tool_result_ids()
                     .find_map(|id| s.tool_uses.get(id))
@@ -878,7 +943,7 @@ fn fix_references(
                     Resolution::Survivor(u) => fixes.push(("leafUuid", Fix::Set(u))),
                     Resolution::Root => fixes.push(("leafUuid", Fix::Remove)),
                     // summary.leafUuid points into other files by design.
-                    Resolution::Unknown if h.ty == "last-prompt" => {
+                    Resolution::Unknown if h.ty == "last-prompt" && !touched_only => {
                         fixes.push(("leafUuid", earlier_main(s, i).map_or(Fix::Remove, Fix::Set)))
                     }
                     Resolution::Unknown => {}

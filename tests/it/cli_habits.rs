@@ -418,3 +418,76 @@ fn project_is_its_folder_name_its_path_or_its_cwd() {
         assert!(v.as_array().unwrap().len() > 3, "{spec}");
     }
 }
+
+// ---- 10. Scrub means scrub ----
+
+/// Claude Code's own states: a call interrupted at the tip, and its compaction summariser's
+/// transcript whose first parents point into the main session.
+fn claude_code_states() -> Vec<PathBuf> {
+    vec![
+        crate::common::corpus("real/thejamesnick__agentic-wallet__claude-session.jsonl"),
+        crate::common::corpus(
+            "real/marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20__subagents__agent-acompact-f46190.jsonl",
+        ),
+    ]
+}
+
+#[test]
+fn scrub_leaves_states_claude_code_handles_and_validate_and_ci_policy_accept_them() {
+    let root = sandbox(&["p01_quickstart"]);
+    for f in claude_code_states() {
+        let data = std::fs::read(&f).unwrap();
+        let o = run(cc(root.path()).args(["run", "-p", "scrub"]).arg(&f));
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            o.stdout == data,
+            "{}: scrub changed a file with no secret",
+            f.display()
+        );
+        let o = run(cc(root.path()).arg("validate").arg(&f));
+        assert_eq!(o.status.code(), Some(0), "{}: {}", f.display(), stdout(&o));
+        let o = run(cc(root.path())
+            .args(["check", "--policy", "ci-policy"])
+            .arg(&f));
+        assert_eq!(o.status.code(), Some(0), "{}: {}", f.display(), stdout(&o));
+    }
+    // `relink` still repairs when asked: it answers the interrupted call.
+    let f = &claude_code_states()[0];
+    let o = run(cc(root.path()).arg("relink").arg(f));
+    assert!(o.stdout != std::fs::read(f).unwrap());
+    assert!(stdout(&o).contains("Tool call interrupted"));
+}
+
+#[test]
+fn scrub_relinks_only_what_the_redaction_touched() {
+    let root = sandbox(&["p01_quickstart"]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    let secret = format!("ghp_{}", "Zy9xW8vU7tS6rQ5pO4nM3lK2jI1hG0fE9dC8");
+    let lines = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#.to_string(),
+        // A thinking-only message holding a secret: the block goes, so the record goes.
+        format!(
+            r#"{{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{{"id":"m1","role":"assistant","content":[{{"type":"thinking","thinking":"the token is {secret}","signature":"c2ln"}}]}}}}"#
+        ),
+        r#"{"type":"assistant","uuid":"a2","parentUuid":"a1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"done"}]}}"#.to_string(),
+        // Damage already in the file: not scrub's business.
+        r#"{"type":"user","uuid":"u3","parentUuid":"never-written","message":{"role":"user","content":"later"}}"#.to_string(),
+        String::new(),
+    ];
+    std::fs::write(&f, lines.join("\n")).unwrap();
+    let o = run(cc(root.path()).args(["run", "-p", "scrub"]).arg(&f));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(!out.contains(&secret));
+    assert!(!out.contains("\"uuid\":\"a1\""), "{out}");
+    assert!(
+        out.contains(r#""uuid":"a2","parentUuid":"u1""#)
+            || out.contains(r#""parentUuid":"u1","message":{"id":"m1""#),
+        "{out}"
+    );
+    assert!(out.contains(r#""parentUuid":"never-written""#), "{out}");
+    // `relink` repairs that damage when asked.
+    let o = run(cc(root.path()).arg("relink").arg(&f));
+    assert!(!stdout(&o).contains("never-written"));
+}
