@@ -30,8 +30,11 @@ pub enum Command {
     History(cmd::history::HistoryArgs),
     /// Apply an operations document (replace/delete/insert turns) to one session, all or nothing.
     Apply(cmd::apply::ApplyArgs),
-    /// Restore the newest backup of a session that an in-place edit left.
+    /// Restore the newest backup of a session that an in-place edit or run left; `--all
+    /// --since T` a whole run; `--list` lists them.
     Undo(cmd::undo::UndoArgs),
+    /// List or prune cchist's backups (`backups prune --older-than 30d`).
+    Backups(cmd::undo::BackupsArgs),
     /// Run as a Claude Code hook (JSON on stdin), or install/uninstall cchist's hooks.
     Hook(cmd::hook::HookArgs),
     /// Make every uuid reference resolve; repair dangling parents, cycles, unpaired tool calls.
@@ -141,6 +144,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::History(a) => cmd::history::run(a),
         Command::Apply(a) => cmd::apply::run(a),
         Command::Undo(a) => cmd::undo::run(a),
+        Command::Backups(a) => cmd::undo::backups(a),
         Command::Hook(a) => cmd::hook::run(a),
         Command::Relink(a) => cmd::relink::run(a),
         Command::DropToolNoise(a) => cmd::drop_tool_noise::run(a),

@@ -110,6 +110,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         walk::dedupe(&mut walk);
     }
     if matches!(mode, Mode::InPlace { .. }) {
+        refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
     if walk.inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
@@ -150,6 +151,41 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     let mut outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
     outcomes.extend(refused);
     report(&outcomes, &mode, io.json(), &[])
+}
+
+/// Stages that drop or cap content: what they remove is gone once written in place.
+const LOSSY_STAGES: &[&str] = &["drop-tool-noise", "summarize-range"];
+
+/// A lossy in-place run over more than one session needs a way back (`--backup`, which
+/// `undo --all` restores) or an explicit `--yes`.
+fn refuse_lossy_bulk(pipeline: &Pipeline, io: &IoArgs, inputs: &[Input]) -> anyhow::Result<()> {
+    if io.backup.is_some() || io.yes {
+        return Ok(());
+    }
+    let lossy: Vec<&str> = pipeline
+        .stages
+        .iter()
+        .map(|s| s.name())
+        .filter(|n| LOSSY_STAGES.contains(n))
+        .collect();
+    if lossy.is_empty() {
+        return Ok(());
+    }
+    let sessions: std::collections::HashSet<std::path::PathBuf> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File { path, .. } => Some(layout::owning_session_of(path).path),
+            Input::Stdin => None,
+        })
+        .collect();
+    if sessions.len() > 1 {
+        bail!(
+            "this run drops or caps content ({}) in place in {} sessions, and that cannot be taken back: nothing was written — add --backup (then `cchist undo --all --since <start>` restores them all) or --yes to go ahead without one",
+            lossy.join(", "),
+            sessions.len()
+        );
+    }
+    Ok(())
 }
 
 /// `--out-dir` mirrors each input by its path relative to its argument: two inputs with the
@@ -230,6 +266,7 @@ fn all(
         });
     }
     if matches!(mode, Mode::InPlace { .. }) {
+        refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
     if mode == Mode::DryRun {

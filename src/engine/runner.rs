@@ -311,13 +311,20 @@ fn run_whole_file(
                     path.display()
                 )));
             }
+            let mut undoable = None;
             if let Some(suffix) = backup {
                 let (b, bpath) = stage_backup(path, suffix, &f)?;
                 b.persist()
                     .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
+                if suffix.contains(BACKUP_MARK) {
+                    undoable = Some(bpath);
+                }
             }
             let mtime = if *touch { None } else { f.meta.modified().ok() };
             write_atomic(path, mtime)?;
+            if let Some(bpath) = undoable {
+                crate::claude::rewrite::record_written(path, &bpath)?;
+            }
         }
     }
     Ok(report)
@@ -407,9 +414,15 @@ fn in_place(
         .try_clone()
         .and_then(|c| lock::lock_file(&c).map(|()| c))
         .map_err(|e| Error::io(&origin, "lock", e))?;
+    let mut undoable = None;
     if let Some((b, bpath)) = backup {
         b.persist()
             .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
+        // A backup in cchist's own naming is one `undo` restores: note what this run wrote,
+        // so that undo can tell whether the file changed since.
+        if bpath.to_string_lossy().contains(BACKUP_MARK) {
+            undoable = Some(bpath);
+        }
     }
     tmp.persist().map_err(|e| Error::io(&origin, "rename", e))?;
     // A writer that appended between the check and the rename wrote to the old inode, which
@@ -422,6 +435,9 @@ fn in_place(
             .insert("bytes-appended-during-replace".into(), carried);
     }
     drop(new_lock);
+    if let Some(bpath) = undoable {
+        crate::claude::rewrite::record_written(path, &bpath)?;
+    }
     Ok(report)
 }
 

@@ -27,6 +27,16 @@ fn sandbox(names: &[&str]) -> tempfile::TempDir {
         let comp = corpus_dir().join("generated").join(name);
         if comp.is_dir() {
             copy_dir(&comp, &dir.join(name));
+            let mut stack = vec![dir.join(name)];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    if e.path().is_dir() {
+                        stack.push(e.path());
+                    } else {
+                        set_old(&e.path());
+                    }
+                }
+            }
         }
     }
     root
@@ -490,4 +500,130 @@ fn scrub_relinks_only_what_the_redaction_touched() {
     // `relink` repairs that damage when asked.
     let o = run(cc(root.path()).arg("relink").arg(&f));
     assert!(!stdout(&o).contains("never-written"));
+}
+
+// ---- 9. Bulk undo ----
+
+/// Every file under `dir`, with its bytes (backups and undo's records aside).
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut m = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !name.contains(".cchist-bak.") && !name.starts_with('.') {
+                m.insert(p, std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn a_lossy_bulk_run_asks_for_backup_or_yes_and_undo_all_restores_it() {
+    let root = sandbox(&all_names());
+    let r = root.path();
+    let projects = r.join("projects");
+    let before = snapshot(&projects);
+    // Lossy over several sessions without a way back: refused, nothing written.
+    for args in [
+        vec!["run", "-p", "compact", "-i"],
+        vec!["run", "-p", "share", "-i"],
+        vec!["drop-tool-noise", "-i"],
+        vec!["summarize-range", "--keep-last", "1", "-i"],
+    ] {
+        let o = run(cc(r).args(&args).arg(&projects));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--backup") && stderr(&o).contains("--yes"),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(snapshot(&projects), before, "{args:?} wrote something");
+    }
+    // Not lossy (scrub), or one session: no question asked.
+    let one = session_path(r, "p05_long");
+    let o = run(cc(r).args(["run", "-p", "scrub", "-i"]).arg(&projects));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = snapshot(&projects);
+    let o = run(cc(r)
+        .args(["drop-tool-noise", "-i", "--backup=.bak"])
+        .arg(&one));
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::rename(one.with_extension("jsonl.bak"), &one).unwrap();
+    set_old(&one);
+    // With --backup: the run goes ahead and `undo` sees it.
+    let o = run(cc(r)
+        .args(["run", "-p", "compact", "-i"])
+        .arg(&projects)
+        .arg("--backup"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_ne!(snapshot(&projects), before, "compact changed nothing");
+    let listed = json_ok(cc(r).args(["undo", "--list", "--json"]));
+    let listed = listed.as_array().unwrap();
+    assert!(listed.len() >= 2, "{listed:?}");
+    assert!(listed
+        .iter()
+        .all(|b| b["backup"].as_str().unwrap().contains(".cchist-bak.")));
+    let o = run(cc(r).args(["undo", "--list"]));
+    assert!(stdout(&o).contains("p05_long.jsonl"), "{}", stdout(&o));
+    // Restore the whole run: byte for byte.
+    let o = run(cc(r).args(["undo", "--all", "--since", "1h"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        snapshot(&projects),
+        before,
+        "undo --all did not restore the run"
+    );
+    // --yes: no backup, no question.
+    let o = run(cc(r)
+        .args(["run", "-p", "compact", "-i", "--yes"])
+        .arg(&projects));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn backups_prune_removes_old_backups() {
+    let root = sandbox(&["p01_quickstart", "p05_long"]);
+    let r = root.path();
+    let projects = r.join("projects");
+    // `--backup PATH` would take the path for a suffix: refused, with what to write instead.
+    let o = run(cc(r).args(["redact", "-i", "--backup"]).arg(&projects));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a backup suffix"), "{}", stderr(&o));
+    let o = run(cc(r).args(["redact", "-i"]).arg(&projects).arg("--backup"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let n = json_ok(cc(r).args(["undo", "--list", "--json"]))
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(n >= 1);
+    // Nothing is 30 days old yet.
+    let o = run(cc(r).args(["backups", "prune", "--older-than", "30d"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        json_ok(cc(r).args(["undo", "--list", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        n
+    );
+    // Everything made before a minute from now is older than "-1m"… use a future date.
+    let o = run(cc(r).args(["backups", "prune", "--older-than", "2999-01-01"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("removed {n} backup(s)")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        json_ok(cc(r).args(["undo", "--list", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 }

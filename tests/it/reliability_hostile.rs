@@ -689,7 +689,7 @@ fn unreadable_files_are_errors_not_panics() {
         c.output().unwrap()
     };
     let good_before = std::fs::read(&good).unwrap();
-    let o = run_cmd(&["--in-place", "--force", proj.to_str().unwrap()]);
+    let o = run_cmd(&["--in-place", "--force", "--yes", proj.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 2, "{err}");
     assert!(
