@@ -14,7 +14,8 @@ pub struct TurnRow {
     pub uuid: String,
     /// Timestamp of the prompt.
     pub time: Option<String>,
-    /// The prompt's text, shortened to 80 characters.
+    /// The prompt's text as a person reads it ([`readable_prompt`]), shortened to 80
+    /// characters.
     pub prompt: String,
     /// tool_use blocks in the turn.
     pub tool_calls: usize,
@@ -47,7 +48,7 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
     let prompt = s.records[t.prompt]
         .value()
         .ok()
-        .map(|v| shorten(&message_text(v), 80))
+        .map(|v| shorten(&readable_prompt(&message_text(v)), 80))
         .unwrap_or_default();
     TurnRow {
         number: t.number,
@@ -265,6 +266,61 @@ pub fn message_text(v: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// Wrappers Claude Code puts around what a user typed (IDE context, hook and system notes,
+/// slash-command plumbing): dropped with their content when a prompt is shown on one line.
+const WRAPPERS: &[&str] = &[
+    "ide_selection",
+    "ide_opened_file",
+    "ide_diagnostics",
+    "system-reminder",
+    "command-message",
+    "command-args",
+    "local-command-stdout",
+    "local-command-stderr",
+    "local-command-caveat",
+    "user-prompt-submit-hook",
+];
+
+/// A prompt as a person reads it: a slash command as `/name args`, wrappers such as
+/// `<command-message>` and `<ide_selection>` removed with their content.
+///
+/// ```
+/// use cchist::transcript::turns::readable_prompt;
+/// assert_eq!(
+///     readable_prompt("<command-message>compact</command-message>\n<command-name>/compact</command-name>\n<command-args>keep tests</command-args>"),
+///     "/compact keep tests"
+/// );
+/// assert_eq!(readable_prompt("<ide_selection>fn main() {}</ide_selection> why does this fail?"), "why does this fail?");
+/// ```
+pub fn readable_prompt(text: &str) -> String {
+    let inner = |tag: &str| -> Option<&str> {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        let a = text.find(&open)? + open.len();
+        let b = text[a..].find(&close)? + a;
+        Some(text[a..b].trim())
+    };
+    if let Some(name) = inner("command-name") {
+        let args = inner("command-args").unwrap_or("");
+        return if args.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} {args}")
+        };
+    }
+    let mut out = text.to_string();
+    for tag in WRAPPERS {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        while let Some(a) = out.find(&open) {
+            match out[a..].find(&close) {
+                Some(b) => out.replace_range(a..a + b + close.len(), " "),
+                None => out.replace_range(a..a + open.len(), " "),
+            }
+        }
+    }
+    out.trim().to_string()
 }
 
 /// `s` on one line, cut to `max` characters with an ellipsis.

@@ -627,3 +627,99 @@ fn backups_prune_removes_old_backups() {
         0
     );
 }
+
+// ---- 7. `ls` at 400 sessions ----
+
+fn set_age(p: &Path, secs: u64) {
+    let f = std::fs::File::options().write(true).open(p).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+#[test]
+fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
+    let root = sandbox(&all_names());
+    let r = root.path();
+    // Two sessions in one project, others elsewhere, with distinct ages.
+    let p05 = session_path(r, "p05_long");
+    let twin = p05.with_file_name("p05_twin.jsonl");
+    std::fs::copy(&p05, &twin).unwrap();
+    for (i, name) in all_names().iter().enumerate() {
+        set_age(&session_path(r, name), 3600 * (i as u64 + 2));
+    }
+    set_age(&twin, 3600 * 100 * 24); // 100 days old
+    let ids = |args: &[&str]| -> Vec<String> {
+        let v = json_ok(cc(r).arg("ls").arg("--json").args(args));
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Newest first; p05's twin joins p05's group (listed once) though it is the oldest.
+    let by_time = ids(&[]);
+    assert_eq!(by_time.first().unwrap(), "p01_quickstart");
+    let at = by_time.iter().position(|i| i == "p05_long").unwrap();
+    assert_eq!(by_time[at + 1], "p05_twin", "{by_time:?}");
+    let o = run(cc(r).arg("ls"));
+    let text = stdout(&o);
+    let headers: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
+    let mut uniq = headers.clone();
+    uniq.sort();
+    uniq.dedup();
+    assert_eq!(uniq.len(), headers.len(), "a project listed twice: {text}");
+    assert!(text.contains("KiB") || text.contains("MiB"), "{text}");
+    // --sort size: the largest first.
+    let v = json_ok(cc(r).args(["ls", "--json", "--sort", "size"]));
+    let sizes: Vec<u64> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes.iter().max(), sizes.first());
+    let turns = json_ok(cc(r).args(["ls", "--json", "--sort", "turns"]));
+    let t: Vec<u64> = turns
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["turns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(t.iter().max(), t.first());
+    // --limit, --since.
+    assert_eq!(ids(&["--limit", "2"]).len(), 2);
+    let recent = ids(&["--since", "30d"]);
+    assert!(
+        !recent.contains(&"p05_twin".to_string()) && recent.len() == 5,
+        "{recent:?}"
+    );
+    // Width-aware: no line wider than the terminal says.
+    let o = run(cc(r).arg("ls").env("COLUMNS", "70"));
+    for l in stdout(&o).lines().filter(|l| l.starts_with("  ")) {
+        assert!(l.chars().count() <= 70, "{l}");
+    }
+}
+
+#[test]
+fn prompts_are_shown_without_wrappers_in_ls_and_history() {
+    let root = sandbox(&["p01_quickstart"]);
+    let r = root.path();
+    let dir = r.join("projects/-home-dev-wrapped");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("w.jsonl");
+    let lines = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"cwd":"/home/dev/wrapped","message":{"role":"user","content":"<command-message>review</command-message>\n<command-name>/review</command-name>\n<command-args>the parser</command-args>"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"ok"}]}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":[{"type":"text","text":"<ide_selection>The user selected lines 1-3 of x.rs</ide_selection>"},{"type":"text","text":"why does this fail?"}]}}"#,
+        "",
+    ];
+    std::fs::write(&f, lines.join("\n")).unwrap();
+    set_old(&f);
+    let v = json_ok(cc(r).args(["ls", "--json", "--project", "-home-dev-wrapped"]));
+    assert_eq!(v[0]["first_prompt"], "/review the parser");
+    let v = json_ok(cc(r).args(["history", "list", "--json", "-f"]).arg(&f));
+    assert_eq!(v[0]["prompt"], "/review the parser");
+    assert_eq!(v[1]["prompt"], "why does this fail?");
+    let o = run(cc(r).arg("ls"));
+    assert!(!stdout(&o).contains("<command-"), "{}", stdout(&o));
+}
