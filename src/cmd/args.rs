@@ -44,6 +44,9 @@ pub struct IoArgs {
     /// Skip files matching this glob; repeatable.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// No progress bar (it shows only when stderr is a terminal anyway).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Worker threads for multiple files (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,

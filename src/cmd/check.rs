@@ -69,6 +69,9 @@ pub struct CheckArgs {
     /// every project's transcripts and history.jsonl.
     #[arg(long)]
     pub all: bool,
+    /// No progress bar (it shows only when stderr is a terminal anyway).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -133,11 +136,18 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    let bar = super::progress::bar(&walk.inputs, args.quiet);
     let opts = RunOptions {
         mode: Mode::DryRun,
         jobs: args.jobs,
+        on_done: bar
+            .as_ref()
+            .map(|b| super::progress::on_done(b, walk.inputs.len())),
     };
     let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
 
     let mut status = ExitStatus::Ok;
     let mut files: Vec<FileFindings> = Vec::new();

@@ -11,6 +11,7 @@ pub mod hook_install;
 pub mod ls;
 mod plan;
 mod print;
+mod progress;
 pub mod redact;
 pub mod relink;
 pub mod rules;

@@ -144,11 +144,18 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
             None => true,
         });
     }
+    let bar = super::progress::bar(&walk.inputs, io.quiet || mode == Mode::Stdout);
     let opts = RunOptions {
         mode: mode.clone(),
         jobs: io.jobs,
+        on_done: bar
+            .as_ref()
+            .map(|b| super::progress::on_done(b, walk.inputs.len())),
     };
     let mut outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     outcomes.extend(refused);
     report(&outcomes, &mode, io.json(), &[])
 }
@@ -303,13 +310,20 @@ fn all(
             p.display()
         );
     }
+    let bar = super::progress::bar(&walk.inputs, io.quiet || mode == Mode::Stdout);
     let opts = RunOptions {
         mode: mode.clone(),
         jobs: io.jobs,
+        on_done: bar
+            .as_ref()
+            .map(|b| super::progress::on_done(b, walk.inputs.len())),
     };
     let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
-    if !io.json() {
+    if !io.json() && outcomes.len() <= 1 {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }
     Ok(status)

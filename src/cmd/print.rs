@@ -75,22 +75,48 @@ pub fn totals(outcomes: &[Outcome], skipped: usize) -> Totals {
     t
 }
 
-/// The end-of-run table of a bulk run.
+/// The end-of-run table of a bulk run: counts, sizes (human), what was saved, per stage.
 pub fn summary_table(t: &Totals) -> String {
-    let mut s = String::new();
-    let mut row = |k: &str, v: String| s += &format!("{k:<28} {v:>16}\n");
-    row("files", t.files.to_string());
-    row("  changed", t.changed.to_string());
-    row("  skipped (live)", t.skipped.to_string());
-    row("  failed", t.failed.to_string());
-    row("records", t.records.to_string());
-    row("bytes in", t.bytes_in.to_string());
-    row("bytes out", t.bytes_out.to_string());
+    let mut rows: Vec<(String, String)> = vec![
+        ("files".into(), t.files.to_string()),
+        ("  changed".into(), t.changed.to_string()),
+    ];
+    if t.skipped > 0 {
+        rows.push(("  skipped (live)".into(), t.skipped.to_string()));
+    }
+    rows.push(("  failed".into(), t.failed.to_string()));
+    rows.push(("records".into(), t.records.to_string()));
+    rows.push(("size in".into(), human_bytes(t.bytes_in)));
+    rows.push(("size out".into(), human_bytes(t.bytes_out)));
+    let saved = t.bytes_in.saturating_sub(t.bytes_out);
+    let pct = if t.bytes_in > 0 {
+        format!(" ({:.1}%)", saved as f64 * 100.0 / t.bytes_in as f64)
+    } else {
+        String::new()
+    };
+    rows.push(("saved".into(), format!("{}{pct}", human_bytes(saved))));
     for (name, st) in &t.stages {
-        row(
-            &format!("{name} (changed/dropped/added)"),
-            format!("{}/{}/{}", st.changed, st.dropped, st.added),
-        );
+        rows.push((
+            name.clone(),
+            format!(
+                "{} changed, {} dropped, {} added",
+                st.changed, st.dropped, st.added
+            ),
+        ));
+    }
+    let kw = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let vw = rows
+        .iter()
+        .map(|(_, v)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut s = String::new();
+    for (k, v) in rows {
+        s += &format!("  {k:<kw$}  {v:>vw$}\n");
     }
     s
 }
@@ -154,15 +180,13 @@ pub fn report(
         serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON report")?;
         writeln!(out)?;
     } else if *mode != Mode::Stdout && outcomes.len() > 1 {
-        let verb = if *mode == Mode::DryRun {
-            "would change"
+        let what = if *mode == Mode::DryRun {
+            "would change (dry run: nothing written)"
         } else {
             "changed"
         };
-        eprintln!(
-            "cchist: {} files, {changed} {verb}, {failed} failed",
-            outcomes.len()
-        );
+        eprintln!("cchist: {changed} of {} files {what}", outcomes.len());
+        eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
     }
     Ok(if failed > 0 {
         ExitStatus::Error

@@ -14,9 +14,10 @@ use crate::io::lock;
 use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter, BACKUP_MARK};
 
 /// Where output goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Concatenated to standard output, in input order.
+    #[default]
     Stdout,
     /// Each file replaced atomically; unchanged files are not rewritten.
     InPlace {
@@ -35,12 +36,25 @@ pub enum Mode {
 }
 
 /// Options for [`run_all`].
-#[derive(Debug, Clone)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Output mode.
     pub mode: Mode,
     /// Worker threads (`None` = all cores).
     pub jobs: Option<usize>,
+    /// Called once per input as it is done (from worker threads): what a progress display
+    /// counts.
+    pub on_done: Option<std::sync::Arc<dyn Fn(&Input) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("mode", &self.mode)
+            .field("jobs", &self.jobs)
+            .field("on_done", &self.on_done.is_some())
+            .finish()
+    }
 }
 
 /// The outcome for one input.
@@ -70,6 +84,9 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
                 }
                 r
             };
+            if let Some(f) = &opts.on_done {
+                f(inp);
+            }
             outcomes.push(Outcome {
                 input: inp.clone(),
                 result,
@@ -81,9 +98,15 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
     let work = || {
         inputs
             .par_iter()
-            .map(|inp| Outcome {
-                input: inp.clone(),
-                result: run_one(pipeline, inp, &opts.mode),
+            .map(|inp| {
+                let result = run_one(pipeline, inp, &opts.mode);
+                if let Some(f) = &opts.on_done {
+                    f(inp);
+                }
+                Outcome {
+                    input: inp.clone(),
+                    result,
+                }
             })
             .collect()
     };

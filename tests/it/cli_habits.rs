@@ -723,3 +723,36 @@ fn prompts_are_shown_without_wrappers_in_ls_and_history() {
     let o = run(cc(r).arg("ls"));
     assert!(!stdout(&o).contains("<command-"), "{}", stdout(&o));
 }
+
+// ---- 4. Progress ----
+
+#[test]
+fn bulk_runs_show_progress_on_a_terminal_only_and_end_with_a_table() {
+    let root = sandbox(&all_names());
+    let r = root.path();
+    let projects = r.join("projects");
+    let p = projects.to_str().unwrap();
+    let (shown, code) = under_pty(r, &format!("{} run -p share -n {p}", bin()), &[]);
+    assert_eq!(code, Some(0), "{shown}");
+    // The bar: files done of total, bytes, rate, ETA.
+    assert!(shown.contains("ETA"), "{shown}");
+    assert!(shown.contains("files"), "{shown}");
+    assert!(shown.contains("iB/s"), "{shown}");
+    // The end table: aligned rows, human sizes, bytes saved.
+    for row in ["files", "size in", "size out", "saved"] {
+        assert!(shown.contains(row), "{row}: {shown}");
+    }
+    assert!(shown.contains("KiB") || shown.contains("MiB"), "{shown}");
+    // check scans with the same bar.
+    let (shown, _) = under_pty(r, &format!("{} check {p}", bin()), &[]);
+    assert!(shown.contains("ETA"), "{shown}");
+    // -q: no bar.
+    let (shown, _) = under_pty(r, &format!("{} run -p share -n -q {p}", bin()), &[]);
+    assert!(!shown.contains("ETA"), "{shown}");
+    assert!(shown.contains("saved"), "{shown}");
+    // stderr not a terminal: no bar either.
+    let o = run(cc(r).args(["run", "-p", "share", "-n"]).arg(&projects));
+    assert!(o.status.success());
+    assert!(!stderr(&o).contains("ETA"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("saved"), "{}", stderr(&o));
+}
