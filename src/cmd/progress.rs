@@ -30,7 +30,7 @@ pub fn bar(inputs: &[Input], quiet: bool) -> Option<ProgressBar> {
 }
 
 /// The `on_done` callback that advances `bar` by each finished input.
-pub fn on_done(bar: &ProgressBar, total: usize) -> Arc<dyn Fn(&Input) + Send + Sync> {
+pub fn on_done(bar: &ProgressBar, total: usize) -> cchist::engine::runner::OnDone {
     let bar = bar.clone();
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     Arc::new(move |inp: &Input| {

@@ -35,6 +35,9 @@ pub enum Mode {
     DryRun,
 }
 
+/// What [`RunOptions::on_done`] calls with each finished input.
+pub type OnDone = std::sync::Arc<dyn Fn(&Input) + Send + Sync>;
+
 /// Options for [`run_all`].
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -44,7 +47,7 @@ pub struct RunOptions {
     pub jobs: Option<usize>,
     /// Called once per input as it is done (from worker threads): what a progress display
     /// counts.
-    pub on_done: Option<std::sync::Arc<dyn Fn(&Input) + Send + Sync>>,
+    pub on_done: Option<OnDone>,
 }
 
 impl std::fmt::Debug for RunOptions {
