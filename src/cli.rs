@@ -50,6 +50,14 @@ pub enum Command {
     Check(cmd::check::CheckArgs),
     /// List the secret rules of `redact` and `check`.
     Rules(cmd::rules::RulesArgs),
+    /// Print a shell completion script (`cchist completions bash > /etc/bash_completion.d/cchist`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; `cchist man > cchist.1 && man ./cchist.1`).
+    Man,
 }
 
 /// The arguments with each one that starts with `-`, is no flag of its command, and names an
@@ -152,5 +160,22 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::Redact(a) => cmd::redact::run(a),
         Command::Check(a) => cmd::check::run(a),
         Command::Rules(a) => cmd::rules::run(a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            // Into memory first: the generator panics on a write error, and a closed pipe
+            // (`| head`) is not one.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "cchist", &mut buf);
+            let mut out = std::io::stdout().lock();
+            std::io::Write::write_all(&mut out, &buf)?;
+            std::io::Write::flush(&mut out)?;
+            Ok(ExitStatus::Ok)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            Ok(ExitStatus::Ok)
+        }
     }
 }

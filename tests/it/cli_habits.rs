@@ -756,3 +756,64 @@ fn bulk_runs_show_progress_on_a_terminal_only_and_end_with_a_table() {
     assert!(!stderr(&o).contains("ETA"), "{}", stderr(&o));
     assert!(stderr(&o).contains("saved"), "{}", stderr(&o));
 }
+
+// ---- 5. Completions and a man page ----
+
+#[test]
+fn completions_for_every_shell_and_a_man_page() {
+    let root = sandbox(&["p01_quickstart"]);
+    let r = root.path();
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef cchist"),
+        ("fish", "complete -c cchist"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[cchist]"),
+    ] {
+        let o = run(cc(r).args(["completions", shell]));
+        assert!(o.status.success(), "{shell}: {}", stderr(&o));
+        let text = stdout(&o);
+        assert!(text.contains(marker), "{shell}: no {marker}");
+        for sub in [
+            "summarize-range",
+            "drop-tool-noise",
+            "history",
+            "undo",
+            "completions",
+        ] {
+            assert!(text.contains(sub), "{shell}: {sub} not completed");
+        }
+    }
+    // The bash script loads and registers itself.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("cchist.bash");
+    std::fs::write(&script, run(cc(r).args(["completions", "bash"])).stdout).unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {} && complete -p cchist", script.display()))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && stdout(&o).contains("cchist"),
+        "{}",
+        stderr(&o)
+    );
+    // An unknown shell is an error naming the choices.
+    let o = run(cc(r).args(["completions", "tcsh"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("bash"), "{}", stderr(&o));
+    // The man page: roff with the name, the synopsis and the subcommands.
+    let o = run(cc(r).arg("man"));
+    assert!(o.status.success());
+    let man = stdout(&o);
+    assert!(man.contains(".TH cchist 1"), "{man}");
+    assert!(
+        man.contains(".SH SYNOPSIS") && man.contains("summarize\\-range"),
+        "{man}"
+    );
+    // Closed pipes are fine here too.
+    let o = closed_pipe(cc(r).args(["completions", "zsh"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = closed_pipe(cc(r).arg("man"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
