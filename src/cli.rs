@@ -15,6 +15,9 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+    /// Color findings in text output: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, global = true, value_enum, default_value_t = cmd::color::When::Auto)]
+    pub color: cmd::color::When,
 }
 
 /// Subcommands.

@@ -56,6 +56,7 @@ fn main() -> ExitCode {
         default_hook(info)
     }));
     let args = cli::Cli::parse_from(cli::paths_not_flags(std::env::args_os().collect()));
+    cmd::color::set(args.color);
     let status = match cli::dispatch(args.command) {
         Ok(s) => s,
         Err(e) => {

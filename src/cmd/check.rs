@@ -217,7 +217,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let mut out = std::io::stdout().lock();
     match args.format {
         CheckFormat::Text => {
-            out.write_all(report::text(&files).as_bytes())?;
+            out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
             let with = files.iter().filter(|f| !f.findings.is_empty()).count();
             if total == 0 {
                 eprintln!("cchist: nothing found in {scanned} file(s)");

@@ -73,7 +73,17 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
                         .as_deref()
                         .map(|u| format!(" [{u}]"))
                         .unwrap_or_default();
-                    writeln!(out, "{origin}:{}: {}: {}{uuid}", f.line, f.rule, f.message)?;
+                    use cchist::findings::report::ansi;
+                    let c = super::color::stdout();
+                    writeln!(
+                        out,
+                        "{}:{}: {}: {}{}",
+                        ansi::paint(c, ansi::PATH, &origin.to_string()),
+                        ansi::paint(c, ansi::LINE, &f.line.to_string()),
+                        ansi::paint(c, ansi::rule(&f.rule), &f.rule),
+                        f.message,
+                        ansi::paint(c && !uuid.is_empty(), ansi::DIM, &uuid)
+                    )?;
                 }
             }
             Format::Json => files.push(json!({"file": origin.to_string(), "findings": findings})),

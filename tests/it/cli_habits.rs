@@ -817,3 +817,50 @@ fn completions_for_every_shell_and_a_man_page() {
     let o = closed_pipe(cc(r).arg("man"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+// ---- 6. Color ----
+
+#[test]
+fn findings_are_colored_on_a_terminal_or_when_asked_never_otherwise() {
+    let root = sandbox(&["p01_quickstart"]);
+    let r = root.path();
+    let f = session_path(r, "p01_quickstart");
+    let bad = r.join("bad.jsonl");
+    std::fs::write(&bad, crate::validate::mid_chain_unanswered_call()).unwrap();
+    let red = "\x1b[1;31mgithub-pat\x1b[0m";
+    let yellow = "\x1b[1;33munpaired-tool-use\x1b[0m";
+    // Into a pipe: plain.
+    let o = run(cc(r).arg("check").arg(&f));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!stdout(&o).contains('\x1b'), "{}", stdout(&o));
+    // --color always: secrets red, with the path and line colored.
+    let o = run(cc(r).args(["check", "--color", "always"]).arg(&f));
+    assert!(stdout(&o).contains(red), "{}", stdout(&o));
+    assert!(stdout(&o).contains("\x1b[32m"), "line numbers green");
+    let o = run(cc(r).args(["--color", "always", "validate"]).arg(&bad));
+    assert!(stdout(&o).contains(yellow), "{}", stdout(&o));
+    // On a terminal: colored; NO_COLOR or --color never: plain.
+    let (shown, _) = under_pty(r, &format!("{} check {}", bin(), f.display()), &[]);
+    assert!(shown.contains(red), "{shown}");
+    let (shown, _) = under_pty(
+        r,
+        &format!("{} check {}", bin(), f.display()),
+        &[("NO_COLOR", "1")],
+    );
+    assert!(!shown.contains("\x1b[1;31m"), "{shown}");
+    let (shown, _) = under_pty(
+        r,
+        &format!("{} validate --color never {}", bin(), bad.display()),
+        &[],
+    );
+    assert!(
+        !shown.contains("\x1b[1;33m") && shown.contains("unpaired-tool-use"),
+        "{shown}"
+    );
+    // --color always wins over NO_COLOR.
+    let o = run(cc(r)
+        .args(["check", "--color", "always"])
+        .arg(&f)
+        .env("NO_COLOR", "1"));
+    assert!(stdout(&o).contains(red));
+}
