@@ -179,6 +179,8 @@ pub fn report(
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON report")?;
         writeln!(out)?;
+    } else if *mode == Mode::DryRun && outcomes.len() == 1 {
+        eprintln!("{}", dry_run_hint(1));
     } else if *mode != Mode::Stdout && outcomes.len() > 1 {
         let what = if *mode == Mode::DryRun {
             "would change (dry run: nothing written)"
@@ -187,6 +189,9 @@ pub fn report(
         };
         eprintln!("cchist: {changed} of {} files {what}", outcomes.len());
         eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
+        if *mode == Mode::DryRun {
+            eprintln!("{}", dry_run_hint(outcomes.len()));
+        }
     }
     Ok(if failed > 0 {
         ExitStatus::Error
@@ -199,31 +204,84 @@ fn is_closed_output(e: &cchist::error::Error) -> bool {
     matches!(e, cchist::error::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// One line per file: what would change.
+/// What would change in one file, readable: a head line (records and sizes before and after,
+/// what is saved), then one line per stage with what it changed, dropped and added and its
+/// counters.
 pub fn describe(name: &str, r: &FileReport) -> String {
-    let mut s = format!(
-        "{name}: {} records, {} out, {}",
-        r.records,
-        r.records_out,
-        if r.changed {
-            "would change"
-        } else {
-            "unchanged"
-        }
-    );
-    if r.invalid_lines > 0 {
-        s += &format!(", {} invalid lines kept", r.invalid_lines);
-    }
-    for (stage, st) in &r.stages {
-        s += &format!(
-            "; {stage}: {} changed, {} dropped, {} added",
-            st.changed, st.dropped, st.added
+    if !r.changed {
+        return format!(
+            "{name}: unchanged ({} records, {})",
+            r.records,
+            human_bytes(r.bytes_in)
         );
     }
-    for (k, v) in &r.counters {
-        s += &format!("; {k}: {v}");
+    let saved = r.bytes_in.saturating_sub(r.bytes_out);
+    let mut s = format!(
+        "{name}: would change: {} → {} records, {} → {}",
+        r.records,
+        r.records_out,
+        human_bytes(r.bytes_in),
+        human_bytes(r.bytes_out)
+    );
+    if saved > 0 {
+        s += &format!(" ({} saved)", human_bytes(saved));
+    }
+    if r.invalid_lines > 0 {
+        s += &format!("; {} invalid lines kept as they are", r.invalid_lines);
+    }
+    let width = r.stages.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut used = std::collections::BTreeSet::new();
+    for (stage, st) in &r.stages {
+        let parts: Vec<String> = [
+            (st.changed, "changed"),
+            (st.dropped, "dropped"),
+            (st.added, "added"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        let counters: Vec<String> = r
+            .counters
+            .iter()
+            .filter_map(|(k, v)| {
+                let rest = k
+                    .strip_prefix(stage.as_str())
+                    .and_then(|r| r.strip_prefix(['.', '/']))?;
+                used.insert(k.clone());
+                Some(format!("{} {v}", rest.replace(['_', '.'], " ")))
+            })
+            .collect();
+        let line = match (parts.is_empty(), counters.is_empty()) {
+            (true, true) => "no change".to_string(),
+            (true, false) => counters.join(", "),
+            (false, true) => parts.join(", "),
+            (false, false) => format!("{} ({})", parts.join(", "), counters.join(", ")),
+        };
+        s += &format!("\n    {stage:<width$}  {line}");
+    }
+    let other: Vec<String> = r
+        .counters
+        .iter()
+        .filter(|(k, _)| !used.contains(*k) && k.as_str() != "redactions")
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !other.is_empty() {
+        s += &format!("\n    {}", other.join(", "));
     }
     s
+}
+
+/// What a dry run ends with: nothing was written, and how to get the output.
+pub fn dry_run_hint(files: usize) -> String {
+    let stdout = if files == 1 {
+        "`> out.jsonl` (the result on stdout)"
+    } else {
+        "`--out-dir DIR` (a copy of each file)"
+    };
+    format!(
+        "cchist: dry run, nothing written. To get the output, drop --dry-run and add {stdout}, or `--in-place` to replace the files (`--backup` keeps a copy `cchist undo` restores)"
+    )
 }
 
 /// The line `summarize-range --fit` prints: the resume estimate before and after, and what

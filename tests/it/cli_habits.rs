@@ -864,3 +864,47 @@ fn findings_are_colored_on_a_terminal_or_when_asked_never_otherwise() {
         .env("NO_COLOR", "1"));
     assert!(stdout(&o).contains(red));
 }
+
+// ---- 12. The README's first command ----
+
+#[test]
+fn the_readme_first_command_prints_a_readable_summary_and_how_to_get_the_output() {
+    let readme = std::fs::read_to_string(crate::common::manifest().join("README.md")).unwrap();
+    let first = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run"))
+        .expect("a first command");
+    assert!(
+        first.contains("run --pipeline share --dry-run examples/"),
+        "{first}"
+    );
+    let o = run(crate::common::cchist()
+        .current_dir(crate::common::manifest())
+        .args(["run", "--pipeline", "share", "--dry-run", "examples/"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    // Head line: records and sizes before → after, what is saved.
+    assert!(
+        lines[0].contains("quickstart.jsonl: would change:"),
+        "{err}"
+    );
+    assert!(
+        lines[0].contains(" → ") && lines[0].contains("saved"),
+        "{err}"
+    );
+    assert!(lines[0].contains("KiB"), "{err}");
+    // One line per stage.
+    for stage in ["redact", "drop-tool-noise", "relink"] {
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with(stage)),
+            "{stage}: {err}"
+        );
+    }
+    // How to get the output.
+    assert!(
+        err.contains("> out.jsonl") && err.contains("--in-place"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
