@@ -71,6 +71,15 @@ pub enum Command {
 /// and everything after `--` are left alone.
 pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
+    // Most command lines have no such argument: leave them without building the command tree
+    // (hooks run on every Claude Code event).
+    let dashed = |a: &std::ffi::OsString| {
+        a.to_str()
+            .is_some_and(|s| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists())
+    };
+    if !args.iter().skip(1).any(dashed) {
+        return args;
+    }
     let mut root = Cli::command();
     root.build();
     let mut cur = &root;

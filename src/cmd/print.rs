@@ -249,8 +249,17 @@ pub fn describe(name: &str, r: &FileReport) -> String {
                     .strip_prefix(stage.as_str())
                     .and_then(|r| r.strip_prefix(['.', '/']))?;
                 used.insert(k.clone());
-                Some(format!("{} {v}", rest.replace(['_', '.'], " ")))
+                Some(format!("{}: {v}", rest.replace(['_', '.'], " ")))
             })
+            .collect();
+        // `redact` counts all its replacements as `redactions`.
+        let counters: Vec<String> = r
+            .counters
+            .get("redactions")
+            .filter(|_| stage == "redact")
+            .map(|n| format!("redactions: {n}"))
+            .into_iter()
+            .chain(counters)
             .collect();
         let line = match (parts.is_empty(), counters.is_empty()) {
             (true, true) => "no change".to_string(),
@@ -263,8 +272,12 @@ pub fn describe(name: &str, r: &FileReport) -> String {
     let other: Vec<String> = r
         .counters
         .iter()
-        .filter(|(k, _)| !used.contains(*k) && k.as_str() != "redactions")
-        .map(|(k, v)| format!("{k} {v}"))
+        .filter(|(k, _)| {
+            let shown_by_redact =
+                k.as_str() == "redactions" && r.stages.iter().any(|(n, _)| n == "redact");
+            !used.contains(*k) && !shown_by_redact
+        })
+        .map(|(k, v)| format!("{k}: {v}"))
         .collect();
     if !other.is_empty() {
         s += &format!("\n    {}", other.join(", "));
