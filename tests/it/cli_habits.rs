@@ -109,6 +109,12 @@ fn format_json_and_json_alias_on_every_reporting_command() {
         vec!["validate", f],
         vec!["check", f],
         vec!["relink", "-n", f],
+        vec!["history", "delete", "-s", "p05", "-n", "--turns", "2"],
+        vec![
+            "history", "insert", "-s", "p05", "-n", "--after", "2", "--text", "x",
+        ],
+        vec!["undo", "--list"],
+        vec!["backups", "list"],
     ] {
         let a = json_ok(cc(r).args(&args).arg("--json"));
         let b = json_ok(cc(r).args(&args).args(["--format", "json"]));
