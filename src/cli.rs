@@ -15,6 +15,9 @@ pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
+    /// Color findings in text output: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, global = true, value_enum, default_value_t = cmd::color::When::Auto)]
+    pub color: cmd::color::When,
 }
 
 /// Subcommands.
@@ -30,8 +33,11 @@ pub enum Command {
     History(cmd::history::HistoryArgs),
     /// Apply an operations document (replace/delete/insert turns) to one session, all or nothing.
     Apply(cmd::apply::ApplyArgs),
-    /// Restore the newest backup of a session that an in-place edit left.
+    /// Restore the newest backup of a session that an in-place edit or run left; `--all
+    /// --since T` a whole run; `--list` lists them.
     Undo(cmd::undo::UndoArgs),
+    /// List or prune cchist's backups (`backups prune --older-than 30d`).
+    Backups(cmd::undo::BackupsArgs),
     /// Run as a Claude Code hook (JSON on stdin), or install/uninstall cchist's hooks.
     Hook(cmd::hook::HookArgs),
     /// Make every uuid reference resolve; repair dangling parents, cycles, unpaired tool calls.
@@ -47,6 +53,106 @@ pub enum Command {
     Check(cmd::check::CheckArgs),
     /// List the secret rules of `redact` and `check`.
     Rules(cmd::rules::RulesArgs),
+    /// Print a shell completion script (`cchist completions bash > /etc/bash_completion.d/cchist`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; `cchist man > cchist.1 && man ./cchist.1`).
+    Man,
+}
+
+/// The arguments with each one that starts with `-`, is no flag of its command, and names an
+/// existing file or folder turned into a path (`-home-dev-webapp` → `./-home-dev-webapp`):
+/// Claude Code names project folders after the working directory, so they start with `-`, and
+/// `cchist check -home-dev-webapp` must check that folder, not print help (`-h`) and exit 0.
+/// Flags keep their meaning (a known flag wins over a file of that name); values of options
+/// and everything after `--` are left alone.
+pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    // Most command lines have no such argument: leave them without building the command tree
+    // (hooks run on every Claude Code event).
+    let dashed = |a: &std::ffi::OsString| {
+        a.to_str()
+            .is_some_and(|s| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists())
+    };
+    if !args.iter().skip(1).any(dashed) {
+        return args;
+    }
+    let mut root = Cli::command();
+    root.build();
+    let mut cur = &root;
+    let mut out = Vec::with_capacity(args.len());
+    // The option whose value comes next: `Some(true)` when it takes values starting with `-`.
+    let mut expect_value: Option<bool> = None;
+    let mut rest = false;
+    let dashed_path =
+        |s: &str| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists();
+    for (i, a) in args.into_iter().enumerate() {
+        let Some(s) = a.to_str().filter(|_| i > 0 && !rest) else {
+            out.push(a);
+            continue;
+        };
+        if let Some(hyphen_ok) = expect_value.take() {
+            // A value clap would refuse for its leading `-`, naming an existing path, is that
+            // path (`--file -home-dev-webapp/x.jsonl`).
+            if !hyphen_ok && dashed_path(s) {
+                out.push(format!("./{s}").into());
+            } else {
+                out.push(a);
+            }
+            continue;
+        }
+        if s == "--" {
+            rest = true;
+        } else if s.starts_with('-') && s.len() > 1 {
+            match flag_takes_value(cur, s) {
+                Some(takes) => expect_value = takes,
+                None if dashed_path(s) => {
+                    out.push(format!("./{s}").into());
+                    continue;
+                }
+                None => {}
+            }
+        } else if let Some(sub) = cur.find_subcommand(s) {
+            cur = sub;
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Whether `s` is a flag of `cmd` (`Some`), and if so whether the next argument is its value
+/// (`Some(Some(hyphen_values_allowed))`).
+fn flag_takes_value(cmd: &clap::Command, s: &str) -> Option<Option<bool>> {
+    let takes = |a: &clap::Arg| {
+        a.get_action()
+            .takes_values()
+            .then(|| a.is_allow_hyphen_values_set())
+    };
+    if let Some(long) = s.strip_prefix("--") {
+        let (name, inline) = match long.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (long, false),
+        };
+        let a = cmd.get_arguments().find(|a| {
+            a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|al| al.contains(&name))
+        })?;
+        return Some(takes(a).filter(|_| !inline));
+    }
+    // A cluster of short flags: each a known flag, the last one (or one followed by its
+    // value) possibly taking a value.
+    for (i, c) in s[1..].char_indices() {
+        let a = cmd.get_arguments().find(|a| {
+            a.get_short() == Some(c) || a.get_all_short_aliases().is_some_and(|al| al.contains(&c))
+        })?;
+        if let Some(hyphen_ok) = takes(a) {
+            // The value is the rest of this argument, or else the next one.
+            return Some((i + c.len_utf8() == s.len() - 1).then_some(hyphen_ok));
+        }
+    }
+    Some(None)
 }
 
 /// Run the chosen command.
@@ -58,6 +164,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::History(a) => cmd::history::run(a),
         Command::Apply(a) => cmd::apply::run(a),
         Command::Undo(a) => cmd::undo::run(a),
+        Command::Backups(a) => cmd::undo::backups(a),
         Command::Hook(a) => cmd::hook::run(a),
         Command::Relink(a) => cmd::relink::run(a),
         Command::DropToolNoise(a) => cmd::drop_tool_noise::run(a),
@@ -65,5 +172,22 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::Redact(a) => cmd::redact::run(a),
         Command::Check(a) => cmd::check::run(a),
         Command::Rules(a) => cmd::rules::run(a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            // Into memory first: the generator panics on a write error, and a closed pipe
+            // (`| head`) is not one.
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "cchist", &mut buf);
+            let mut out = std::io::stdout().lock();
+            std::io::Write::write_all(&mut out, &buf)?;
+            std::io::Write::flush(&mut out)?;
+            Ok(ExitStatus::Ok)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut out = std::io::stdout().lock();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            Ok(ExitStatus::Ok)
+        }
     }
 }

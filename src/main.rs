@@ -40,7 +40,23 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
-    let args = cli::Cli::parse();
+    // `println!` panics when stdout is a closed pipe; like the other outputs, that is the
+    // reader having had enough (`| head`), not an error.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info)
+    }));
+    let args = cli::Cli::parse_from(cli::paths_not_flags(std::env::args_os().collect()));
+    cmd::color::set(args.color);
     let status = match cli::dispatch(args.command) {
         Ok(s) => s,
         Err(e) => {
@@ -56,9 +72,18 @@ fn main() -> ExitCode {
     ExitCode::from(status as u8)
 }
 
+/// Whether the error is, somewhere in its chain, a write to a closed pipe: an I/O error, a JSON
+/// serializer's I/O error, or the library's I/O error.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            .is_some_and(|io| io.kind() == BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(BrokenPipe))
+            || matches!(
+                c.downcast_ref::<cchist::error::Error>(),
+                Some(cchist::error::Error::Io { source, .. }) if source.kind() == BrokenPipe
+            )
     })
 }

@@ -318,6 +318,13 @@ pub fn find_by_id(projects: &Path, id: &str) -> Result<SessionFile> {
 /// Looks in the folder Claude Code would use; when that misses, scans every project for
 /// sessions whose records carry that `cwd`.
 pub fn latest_for_project(projects: &Path, cwd: &Path) -> Result<SessionFile> {
+    if let Some(folder) = named_project_folder(projects, cwd) {
+        return sessions_in(&folder)?
+            .into_iter()
+            .max_by_key(|s| std::fs::metadata(&s.path).and_then(|m| m.modified()).ok())
+            .ok_or_else(|| Error::Other(format!("no session in {}", folder.display())));
+    }
+    let cwd = &std::path::absolute(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     let cwd_str = cwd.to_string_lossy();
     let folder = projects.join(project_folder_name(&cwd_str));
     let mut candidates = if folder.is_dir() {
@@ -341,6 +348,28 @@ pub fn latest_for_project(projects: &Path, cwd: &Path) -> Result<SessionFile> {
                 projects.display()
             ))
         })
+}
+
+/// The project folder `spec` names as a folder of `projects`: by its name
+/// (`-home-dev-webapp`, as Claude Code spells the working directory) or by its path. `None`
+/// when it names none (then it is a working directory, see [`latest_for_project`]).
+pub fn named_project_folder(projects: &Path, spec: &Path) -> Option<PathBuf> {
+    let mut comps = spec.components();
+    if let (Some(std::path::Component::Normal(name)), None) = (comps.next(), comps.next()) {
+        let d = projects.join(name);
+        if d.is_dir() {
+            return Some(d);
+        }
+    }
+    if spec.is_dir() {
+        let (Ok(d), Ok(p)) = (spec.canonicalize(), projects.canonicalize()) else {
+            return None;
+        };
+        if d.parent() == Some(p.as_path()) {
+            return Some(projects.join(d.file_name()?));
+        }
+    }
+    None
 }
 
 /// The first `cwd` recorded in a transcript (the project path).

@@ -177,7 +177,7 @@ fn fingerprint(bytes: &[u8]) -> Fingerprint {
 
 /// Note what the in-place edit that left `backup` wrote to `path`, so that `undo` can tell
 /// whether the session changed since (turns appended by a resumed session would be lost).
-fn record_written(path: &Path, backup: &Path) -> Result<()> {
+pub(crate) fn record_written(path: &Path, backup: &Path) -> Result<()> {
     let data = std::fs::read(path).map_err(|e| Error::io(&Origin::file(path), "read", e))?;
     let rec = written_record(backup);
     let o = Origin::file(&rec);

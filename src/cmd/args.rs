@@ -13,9 +13,22 @@ pub struct IoArgs {
     /// Replace each file atomically (temp file, fsync, rename; mode and mtime kept).
     #[arg(short = 'i', long, conflicts_with_all = ["out_dir", "dry_run"])]
     pub in_place: bool,
-    /// With --in-place: keep the original as <file><SUFFIX>.
-    #[arg(long, value_name = "SUFFIX", requires = "in_place")]
+    /// With --in-place: keep the original. Alone: as <file>.cchist-bak.<time>, which
+    /// `cchist undo` restores (also for a whole run: `undo --all --since T`) and
+    /// `cchist backups prune` removes; with a SUFFIX (.bak, ~): as <file><SUFFIX>.
+    #[arg(
+        long,
+        value_name = "SUFFIX",
+        requires = "in_place",
+        num_args = 0..=1,
+        default_missing_value = "",
+        value_parser = backup_suffix
+    )]
     pub backup: Option<String>,
+    /// With --in-place: go ahead with a lossy run (one that drops or caps: share, compact,
+    /// drop-tool-noise, summarize-range) over several sessions without --backup.
+    #[arg(short = 'y', long, requires = "in_place")]
+    pub yes: bool,
     /// With --in-place: set the modification time to now instead of keeping it.
     #[arg(long, requires = "in_place")]
     pub touch: bool,
@@ -31,15 +44,19 @@ pub struct IoArgs {
     /// Skip files matching this glob; repeatable.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// No progress bar (it shows only when stderr is a terminal anyway).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Worker threads for multiple files (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Print the per-file report as JSON on stdout (with --dry-run, --in-place or --out-dir).
-    #[arg(long)]
-    pub json: bool,
+    /// Report format: `json` prints the per-file report as JSON on stdout (with --dry-run,
+    /// --in-place or --out-dir).
+    #[command(flatten)]
+    pub format: FormatArgs,
     /// Write nothing; print what would change per record (dropped, changed, added, secrets
     /// redacted: rule ids only, never a value) as text, or JSON (`--diff=json`, or with
-    /// --json). Works with --in-place, --out-dir, --all and --session alike.
+    /// --format json). Works with --in-place, --out-dir, --all and --session alike.
     #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text", value_enum)]
     pub diff: Option<Format>,
     /// Process everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default
@@ -64,14 +81,86 @@ pub struct IoArgs {
     pub fork: bool,
 }
 
+/// `--backup`'s value: empty (cchist's undo-able naming) or a suffix such as `.bak` or `~`; a
+/// path taken for a suffix by mistake (`--backup projects/`) is refused.
+fn backup_suffix(s: &str) -> Result<String, String> {
+    if s.is_empty()
+        || (!s.contains('/')
+            && (s.starts_with('.')
+                || s.starts_with('~')
+                || s.starts_with('-')
+                || s.starts_with('_')))
+    {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "`{s}` is not a backup suffix (write one such as .bak or ~); for a backup `cchist undo` restores, give --backup without a value after the paths, or as --backup="
+        ))
+    }
+}
+
+/// A point in time for `--since`: a date or date and time (UTC; `2026-12-01`,
+/// `2026-12-01T10:30`, `2026-12-01T10:30:00Z`) or an age (`30m`, `12h`, `7d`, `2w`). Returned
+/// as a stamp in the form of [`cchist::io::clock::file_stamp`], which compares as a string
+/// with stamps of later times.
+pub fn parse_when(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let bad = || {
+        format!("`{s}` is not a time: write a date (2026-12-01, 2026-12-01T10:30) or an age (30m, 12h, 7d, 2w)")
+    };
+    if let Some(unit) = t.chars().last().filter(|c| c.is_ascii_alphabetic()) {
+        let n: u64 = t[..t.len() - 1].parse().map_err(|_| bad())?;
+        let secs = match unit {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 7 * 86_400,
+            'Z' | 'z' => 0,
+            _ => return Err(bad()),
+        };
+        if secs > 0 {
+            let at = std::time::SystemTime::now()
+                .checked_sub(std::time::Duration::from_secs(n.saturating_mul(secs)))
+                .unwrap_or(std::time::UNIX_EPOCH);
+            return Ok(cchist::io::clock::file_stamp(at));
+        }
+    }
+    // A date: keep its digits (and the T), the prefix of a file stamp.
+    let date_ok = t.len() >= 10
+        && t.as_bytes()[4] == b'-'
+        && t.as_bytes()[7] == b'-'
+        && t[..4].bytes().all(|b| b.is_ascii_digit());
+    if !date_ok {
+        return Err(bad());
+    }
+    let stamp: String = t
+        .trim_end_matches(['Z', 'z'])
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    Ok(stamp)
+}
+
 impl IoArgs {
+    /// Whether the report is JSON (`--format json` or `--json`).
+    pub fn json(&self) -> bool {
+        self.format.json()
+    }
+
     /// The output mode the arguments ask for.
     pub fn mode(&self) -> Mode {
         if self.dry_run {
             Mode::DryRun
         } else if self.in_place {
             Mode::InPlace {
-                backup: self.backup.clone(),
+                backup: self.backup.as_ref().map(|b| {
+                    if b.is_empty() {
+                        run_backup_suffix().to_string()
+                    } else {
+                        b.clone()
+                    }
+                }),
                 touch: self.touch,
                 break_links: self.break_hard_links,
             }
@@ -83,10 +172,50 @@ impl IoArgs {
     }
 }
 
+/// The suffix of this run's undo-able backups: `.cchist-bak.<start time>`, one for every file
+/// of the run, so `undo --all --since T` finds them together.
+pub fn run_backup_suffix() -> &'static str {
+    static SUFFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SUFFIX.get_or_init(|| {
+        format!(
+            "{}{}",
+            cchist::io::output::BACKUP_MARK,
+            cchist::io::clock::file_stamp(std::time::SystemTime::now())
+        )
+    })
+}
+
+/// `--format text|json`, with `--json` as its alias: the same two flags on every command.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FormatArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// The same as --format json.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl FormatArgs {
+    /// The format asked for (`--json` wins).
+    pub fn get(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            self.format
+        }
+    }
+    /// Whether JSON was asked for.
+    pub fn json(&self) -> bool {
+        self.get() == Format::Json
+    }
+}
+
 /// Report format.
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Default, ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Human-readable lines `file:line: rule: message`.
+    #[default]
     Text,
     /// One JSON document.
     Json,

@@ -36,6 +36,9 @@ pub struct CheckArgs {
     /// Report format (SARIF 2.1.0 for GitHub code scanning).
     #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
     pub format: CheckFormat,
+    /// The same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// A pipeline file with a `[check]` table (or a shipped name such as `ci-policy`): which
     /// rules must find nothing, size limits, forbidden tools and record types, chain validity.
     #[arg(long, value_name = "FILE|NAME")]
@@ -59,12 +62,25 @@ pub struct CheckArgs {
     /// Skip files matching this glob; repeatable.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
+    /// every project's transcripts and history.jsonl.
+    #[arg(long)]
+    pub all: bool,
+    /// No progress bar (it shows only when stderr is a terminal anyway).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
 }
 
-pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
+    if args.json {
+        args.format = CheckFormat::Json;
+    }
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
         let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
@@ -104,15 +120,34 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
         }
         None => None,
     };
-    let mut walk = super::plan::inputs(&args.paths, &args.include, &args.exclude)?;
+    let mut paths = super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?;
+    if paths.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        // Nobody is going to type a transcript: check what Claude Code keeps instead of
+        // waiting on the terminal.
+        let projects =
+            cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
+        eprintln!(
+            "cchist: no path given and stdin is a terminal: checking every project under {} (name paths, or pipe a transcript in, to check those)",
+            projects.display()
+        );
+        paths.push(projects);
+    }
+    let mut walk = super::plan::inputs(&paths, &args.include, &args.exclude)?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    let bar = super::progress::bar(&walk.inputs, args.quiet);
     let opts = RunOptions {
         mode: Mode::DryRun,
         jobs: args.jobs,
+        on_done: bar
+            .as_ref()
+            .map(|b| super::progress::on_done(b, walk.inputs.len())),
     };
     let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
 
     let mut status = ExitStatus::Ok;
     let mut files: Vec<FileFindings> = Vec::new();
@@ -182,7 +217,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let mut out = std::io::stdout().lock();
     match args.format {
         CheckFormat::Text => {
-            out.write_all(report::text(&files).as_bytes())?;
+            out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
             let with = files.iter().filter(|f| !f.findings.is_empty()).count();
             if total == 0 {
                 eprintln!("cchist: nothing found in {scanned} file(s)");

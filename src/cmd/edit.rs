@@ -25,6 +25,9 @@ pub struct WriteArgs {
     /// Edit even a session that looks live (written in the last minute or open in claude).
     #[arg(long)]
     pub force: bool,
+    /// Report format: `json` prints what was done as one JSON object on stdout.
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
     /// Write nothing; print what would change per record (dropped, changed, added) as text,
     /// or JSON with `--diff=json`.
     #[arg(long, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text", value_enum)]
@@ -76,6 +79,31 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
     }
     let (report, written) = rewrite::mutate(session, &pipeline, w.options())?;
     let er = edit.report();
+    if w.format.json() {
+        let (outcome, backup, new) = match &written {
+            Written::DryRun => ("dry-run", None, None),
+            Written::Unchanged => ("unchanged", None, None),
+            Written::InPlace { backup } => ("edited", Some(backup.display().to_string()), None),
+            Written::Forked { id, path } => (
+                "forked",
+                None,
+                Some(serde_json::json!({"id": id, "file": path.display().to_string()})),
+            ),
+        };
+        let doc = serde_json::json!({
+            "file": session.path.display().to_string(),
+            "outcome": outcome,
+            "removed_turns": er.removed_turns,
+            "labels": er.labels,
+            "backup": backup,
+            "fork": new,
+            "report": report,
+        });
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &doc)?;
+        std::io::Write::write_all(&mut out, b"\n")?;
+        return Ok(ExitStatus::Ok);
+    }
     print_labels(&er);
     let name = session.path.display();
     match written {

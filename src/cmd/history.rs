@@ -43,7 +43,8 @@ pub enum Action {
 pub struct DeleteArgs {
     #[command(flatten)]
     pub target: SessionArgs,
-    /// Turns: numbers and ranges (`3,5-7`) or uuids of any record of a turn.
+    /// Turns: numbers, ranges and lists (`3`, `3-7`, `3..7`, `3,5-7`) or uuids of any record
+    /// of a turn.
     #[arg(short, long, value_name = "LIST")]
     pub turns: String,
     #[command(flatten)]
@@ -55,11 +56,11 @@ pub struct DeleteArgs {
 pub struct ReplaceArgs {
     #[command(flatten)]
     pub target: SessionArgs,
-    /// Consecutive turns: numbers and ranges (`2-4`) or uuids.
+    /// Consecutive turns: `2-4`, `2..4`, `3` (the grammar of `delete --turns`) or uuids.
     #[arg(short, long, value_name = "LIST")]
     pub turns: String,
     /// The text of the replacement message.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long = "text", visible_alias = "with", value_name = "TEXT")]
     pub with: String,
     /// Who speaks in the replacement.
     #[arg(long, value_enum, default_value_t = RoleArg::User)]
@@ -77,7 +78,7 @@ pub struct InsertArgs {
     #[arg(long, value_name = "N|UUID")]
     pub after: String,
     /// The text of the new message.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long = "text", visible_alias = "content", value_name = "TEXT")]
     pub content: String,
     /// Who speaks.
     #[arg(long, value_enum, default_value_t = RoleArg::User)]
@@ -104,35 +105,22 @@ impl From<RoleArg> for Role {
     }
 }
 
-/// Parse `3,5-7,<uuid>` into turn references. A range is checked against the session's
-/// `turns` before it is expanded (`1-18446744073709551615` must not allocate).
+/// Parse a turn list in the one grammar of [`turns::parse_list`] (`3`, `3-7`, `3..7`, `5..`,
+/// lists such as `3,5-7`), where an item may also be the uuid of any record of a turn. A range
+/// is checked against the session's `turns` before it is expanded
+/// (`1-18446744073709551615` must not allocate).
 pub fn parse_turn_list(s: &str, turns: usize) -> anyhow::Result<Vec<TurnRef>> {
     let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if let Some((a, b)) = part.split_once('-').filter(|(a, b)| {
-            a.chars().all(|c| c.is_ascii_digit())
-                && b.chars().all(|c| c.is_ascii_digit())
-                && !a.is_empty()
-                && !b.is_empty()
-        }) {
-            let parse = |n: &str| {
-                n.parse::<usize>()
-                    .with_context(|| format!("turn range {part}: {n} is not a turn number"))
-            };
-            let (a, b) = (parse(a)?, parse(b)?);
-            if a > b {
-                bail!("turn range {part}: start after end");
+    for item in turns::parse_list(s, "turn", |u| Some(u.to_string()))? {
+        match item {
+            Ok(span) => {
+                let to = span.to.unwrap_or(turns);
+                if to > turns {
+                    bail!("turn {to}: the session has {turns} turns (see `cchist history list`)");
+                }
+                out.extend((span.from..=to).map(TurnRef::Number));
             }
-            if b > turns {
-                bail!(
-                    "turn range {part}: the session has {turns} turns (see `cchist history list`)"
-                );
-            }
-            out.extend((a..=b).map(TurnRef::Number));
-        } else if let Ok(n) = part.parse::<usize>() {
-            out.push(TurnRef::Number(n));
-        } else {
-            out.push(TurnRef::Uuid(part.to_string()));
+            Err(uuid) => out.push(TurnRef::Uuid(uuid)),
         }
     }
     if out.is_empty() {
@@ -160,9 +148,9 @@ pub struct ListArgs {
     /// `summarize-range --steps` takes them.
     #[arg(long)]
     pub steps: bool,
-    /// Print JSON rows.
-    #[arg(long)]
-    pub json: bool,
+    /// Report format: `json` prints the rows as JSON.
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
 }
 
 /// `history show`.
@@ -173,9 +161,9 @@ pub struct ShowArgs {
     /// Turn number (as `history list` prints it) or the uuid of any record of the turn.
     #[arg(short, long, value_name = "N|UUID")]
     pub turn: String,
-    /// Print the turn's records as a JSON array.
-    #[arg(long)]
-    pub json: bool,
+    /// Report format: `json` prints the turn's records as a JSON array.
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
 }
 
 pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
@@ -233,8 +221,19 @@ fn load(
 }
 
 fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
-    let (_, f) = load(&a.target)?;
+    let (s, f) = load(&a.target)?;
     let mut session = Session::new(framing::lines(&f.data, 1).map(Record::from_line).collect());
+    let conversational = session
+        .records
+        .iter()
+        .filter_map(|r| r.header())
+        .any(|h| h.kind.is_message());
+    if !conversational {
+        bail!(
+            "{}: not a Claude Code transcript (no user or assistant records); `cchist ls` lists the sessions",
+            s.path.display()
+        );
+    }
     if a.steps {
         return list_steps(&mut session, &a);
     }
@@ -243,7 +242,7 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
         rows.drain(..rows.len().saturating_sub(n));
     }
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.format.json() {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
         return Ok(ExitStatus::Ok);
@@ -251,12 +250,12 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     for r in rows {
         writeln!(
             out,
-            "{:>4}  {}  {}  {:>3} tools {:>8} B  {}",
+            "{:>4}  {}  {}  {:>3} tools {:>10}  {}",
             r.number,
             r.uuid,
             r.time.as_deref().unwrap_or("?"),
             r.tool_calls,
-            r.bytes,
+            super::print::human_bytes(r.bytes as u64),
             r.prompt
         )?;
     }
@@ -269,7 +268,7 @@ fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitSta
         rows.drain(..rows.len().saturating_sub(n));
     }
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.format.json() {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
         return Ok(ExitStatus::Ok);
@@ -282,13 +281,13 @@ fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitSta
         };
         writeln!(
             out,
-            "{:>5}  turn {:<3} {}  {}  {:>3} rec {:>8} B  {}{}",
+            "{:>5}  turn {:<3} {}  {}  {:>3} rec {:>10}  {}{}",
             r.number,
             r.turn,
             r.uuid,
             r.time.as_deref().unwrap_or("?"),
             r.records,
-            r.bytes,
+            super::print::human_bytes(r.bytes as u64),
             turns::shorten(&tools, 40),
             r.text
         )?;
@@ -319,7 +318,7 @@ fn show(a: ShowArgs) -> anyhow::Result<ExitStatus> {
     let turns = session.turns();
     let turn = find_turn(&session, &turns, &a.turn)?.clone();
     let mut out = std::io::stdout().lock();
-    if a.json {
+    if a.format.json() {
         let mut values = Vec::new();
         for &i in &turn.records {
             if let Ok(v) = session.records[i].value() {

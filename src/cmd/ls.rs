@@ -1,4 +1,5 @@
-//! `cchist ls`: projects and sessions under the config root.
+//! `cchist ls`: projects and sessions under the config root, grouped by project (once),
+//! newest first; `--sort`, `--limit`, `--since`; columns fit the terminal.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,18 +10,44 @@ use cchist::io::{framing, input};
 use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
 use cchist::transcript::turns;
-use clap::Args;
+use clap::{Args, ValueEnum};
+use rayon::prelude::*;
 use serde::Serialize;
+
+use super::print::human_bytes;
 
 /// `cchist ls` arguments.
 #[derive(Args, Debug)]
 pub struct LsArgs {
-    /// Only the sessions of this project (its working directory).
-    #[arg(long, value_name = "DIR")]
+    /// Only the sessions of this project: its folder under projects/ by name
+    /// (`-home-dev-webapp`) or path, or the working directory Claude Code recorded.
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
     pub project: Option<PathBuf>,
-    /// Print JSON (an array of sessions; see README for the fields).
-    #[arg(long)]
-    pub json: bool,
+    /// Order of sessions (and of projects, by their first session): newest, largest or
+    /// longest first.
+    #[arg(long, value_enum, default_value_t = SortKey::Time)]
+    pub sort: SortKey,
+    /// Show at most N sessions (after sorting).
+    #[arg(short = 'l', long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Only sessions modified at or after this time (a date such as 2026-12-01, UTC, or an
+    /// age such as 2h, 7d).
+    #[arg(long, value_name = "TIME", value_parser = super::args::parse_when)]
+    pub since: Option<String>,
+    /// Report format: `json` prints an array of sessions (see README for the fields).
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
+}
+
+/// `ls --sort`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    /// Most recently modified first.
+    Time,
+    /// Largest first.
+    Size,
+    /// Most turns first.
+    Turns,
 }
 
 /// One listed session (the `--json` shape is documented in the README).
@@ -41,7 +68,13 @@ struct Row {
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
     let projects = layout::projects_dir(&layout::config_root()?);
     let mut sessions = layout::list_sessions(&projects)?;
-    if let Some(p) = &args.project {
+    if let Some(folder) = args
+        .project
+        .as_deref()
+        .and_then(|p| layout::named_project_folder(&projects, p))
+    {
+        sessions.retain(|s| s.project_dir == folder);
+    } else if let Some(p) = &args.project {
         let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
         let want = abs.to_string_lossy().into_owned();
         let folder = layout::project_folder_name(&want);
@@ -52,9 +85,43 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 || layout::first_cwd(&s.path).as_deref() == Some(want.as_str())
         });
     }
-    let rows: Vec<Row> = sessions.iter().filter_map(|s| describe(s).ok()).collect();
+    if let Some(t) = &args.since {
+        sessions.retain(|s| {
+            std::fs::metadata(&s.path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| cchist::io::clock::file_stamp(m).as_str() >= t.as_str())
+        });
+    }
+    let mut rows: Vec<Row> = sessions
+        .par_iter()
+        .filter_map(|s| describe(s).ok())
+        .collect();
+    // Sort the sessions, then group them by project in the order each project first appears,
+    // so every project is listed once and its best session leads it.
+    match args.sort {
+        SortKey::Time => rows.sort_by(|a, b| b.modified.cmp(&a.modified)),
+        SortKey::Size => rows.sort_by_key(|r| std::cmp::Reverse(r.bytes)),
+        SortKey::Turns => rows.sort_by_key(|r| std::cmp::Reverse(r.turns)),
+    }
+    let total = rows.len();
+    if let Some(n) = args.limit {
+        rows.truncate(n);
+    }
+    let mut order: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !order.contains(&r.project_dir.as_str()) {
+            order.push(&r.project_dir);
+        }
+    }
+    let rank = |d: &str| order.iter().position(|o| *o == d).unwrap_or(usize::MAX);
+    let mut idx: Vec<usize> = (0..rows.len()).collect();
+    idx.sort_by_key(|&i| rank(&rows[i].project_dir)); // stable: keeps the session order
+    let rows: Vec<Row> = {
+        let mut slots: Vec<Option<Row>> = rows.into_iter().map(Some).collect();
+        idx.iter().filter_map(|&i| slots[i].take()).collect()
+    };
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.format.json() {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
         return Ok(ExitStatus::Ok);
@@ -63,25 +130,68 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
         eprintln!("cchist: no sessions under {}", projects.display());
         return Ok(ExitStatus::Ok);
     }
-    let mut last_project = None;
-    for r in &rows {
-        if last_project != Some(&r.project_dir) {
-            writeln!(out, "{}", r.project.as_deref().unwrap_or(&r.project_dir))?;
-            last_project = Some(&r.project_dir);
-        }
+    let width = terminal_width();
+    let mut i = 0;
+    while i < rows.len() {
+        let dir = &rows[i].project_dir;
+        let group: Vec<&Row> = rows[i..]
+            .iter()
+            .take_while(|r| &r.project_dir == dir)
+            .collect();
+        i += group.len();
+        let bytes: u64 = group.iter().map(|r| r.bytes).sum();
+        let name = group
+            .iter()
+            .find_map(|r| r.project.as_deref())
+            .unwrap_or(dir);
         writeln!(
             out,
-            "  {}  {:>5} rec {:>4} turns {:>9}  {}{}  {}",
-            r.id,
-            r.records,
-            r.turns,
-            human_bytes(r.bytes),
-            r.modified.as_deref().unwrap_or("?"),
-            if r.live.is_some() { "  LIVE" } else { "" },
-            r.first_prompt
+            "{name}  ({} session{}, {})",
+            group.len(),
+            if group.len() == 1 { "" } else { "s" },
+            human_bytes(bytes)
         )?;
+        for r in group {
+            let when = r
+                .modified
+                .as_deref()
+                .map(|m| m.get(..16).unwrap_or(m).replace('T', " "))
+                .unwrap_or_else(|| "?".into());
+            let head = format!(
+                "  {:<8}  {when:<16}  {:>5} turns  {:>10}{}",
+                r.id.get(..8).unwrap_or(&r.id),
+                r.turns,
+                human_bytes(r.bytes),
+                if r.live.is_some() { "  LIVE" } else { "" },
+            );
+            let room = width.map_or(usize::MAX, |w| w.saturating_sub(head.chars().count() + 2));
+            let prompt = if room < 10 {
+                String::new()
+            } else {
+                turns::shorten(&r.first_prompt, room)
+            };
+            writeln!(out, "{head}  {prompt}")?;
+        }
+    }
+    if total > rows.len() {
+        eprintln!("cchist: {} of {total} sessions shown (--limit)", rows.len());
     }
     Ok(ExitStatus::Ok)
+}
+
+/// Columns of the terminal stdout is, if it is one (`COLUMNS` wins); `None` when stdout is
+/// a file or a pipe, where lines are not cut.
+fn terminal_width() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return Some(c);
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
 }
 
 fn describe(s: &SessionFile) -> anyhow::Result<Row> {
@@ -91,14 +201,15 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
     let mut session = Session::new(records);
     let turns = session.turns();
     let first_prompt = turns
-        .first()
-        .and_then(|t| {
+        .iter()
+        .filter_map(|t| {
             session.records[t.prompt]
                 .value()
                 .ok()
-                .map(turns::message_text)
+                .map(|v| turns::readable_prompt(&turns::message_text(v)))
         })
-        .map(|t| turns::shorten(&t, 60))
+        .find(|p| !p.is_empty())
+        .map(|t| turns::shorten(&t, 200))
         .unwrap_or_default();
     let modified = f.meta.modified().ok().map(cchist::io::clock::rfc3339);
     Ok(Row {
@@ -113,12 +224,4 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
         modified,
         live: layout::liveness(s),
     })
-}
-
-fn human_bytes(b: u64) -> String {
-    match b {
-        b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} kB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
 }

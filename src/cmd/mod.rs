@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod args;
 pub mod check;
+pub mod color;
 pub mod drop_tool_noise;
 pub mod edit;
 pub mod history;
@@ -11,6 +12,7 @@ pub mod hook_install;
 pub mod ls;
 mod plan;
 mod print;
+mod progress;
 pub mod redact;
 pub mod relink;
 pub mod rules;

@@ -20,6 +20,25 @@ pub fn inputs(
 ) -> anyhow::Result<walk::Walk> {
     let filters = Filters::new(include, exclude)?;
     let w = walk::expand(paths, &filters)?;
+    // A folder with nothing to process is a mistake (a wrong path, a filter too narrow), not a
+    // clean result: say so and fail rather than report success over nothing.
+    for p in paths.iter().filter(|p| p.is_dir()) {
+        let found = w.inputs.iter().any(|i| match i {
+            Input::File { path, .. } => path.starts_with(p),
+            Input::Stdin => false,
+        }) || w.skipped.iter().any(|(s, _)| s.starts_with(p));
+        if !found {
+            let filtered = if include.is_empty() && exclude.is_empty() {
+                ""
+            } else {
+                " matching --include/--exclude"
+            };
+            bail!(
+                "no .jsonl files under {}{filtered}: nothing to do — check the path (Claude Code keeps transcripts under ~/.claude/projects)",
+                p.display()
+            );
+        }
+    }
     for (p, why) in &w.skipped {
         eprintln!("cchist: skipped {}: {why}", p.display());
     }
@@ -31,6 +50,38 @@ pub fn inputs(
         );
     }
     Ok(w)
+}
+
+/// The paths a read-only scan (`check`, `validate`) covers: those given, plus the session
+/// `--session` names, plus with `--all` the projects folder and history.jsonl of the config
+/// root.
+pub fn scan_paths(
+    paths: &[std::path::PathBuf],
+    session: Option<&str>,
+    all: bool,
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut out = paths.to_vec();
+    if session.is_some() || all {
+        let root = layout::config_root()?;
+        let projects = layout::projects_dir(&root);
+        if let Some(id) = session {
+            out.push(layout::find_by_id(&projects, id)?.path);
+        }
+        if all {
+            if !projects.is_dir() {
+                bail!(
+                    "no projects folder at {}: set CLAUDE_CONFIG_DIR to Claude Code's config folder",
+                    projects.display()
+                );
+            }
+            out.push(projects);
+            let history = root.join("history.jsonl");
+            if history.is_file() {
+                out.push(history);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Run `pipeline` as the I/O arguments say and report; the exit status reflects failures.
@@ -48,7 +99,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if io.all {
         return all(pipeline, io, mode, started);
     }
-    if io.json && mode == Mode::Stdout && io.diff.is_none() {
+    if io.json() && mode == Mode::Stdout && io.diff.is_none() {
         bail!("--json prints a report on stdout, where the transcript goes without --in-place, --out-dir or --dry-run; add one of those");
     }
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
@@ -59,6 +110,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         walk::dedupe(&mut walk);
     }
     if matches!(mode, Mode::InPlace { .. }) {
+        refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
     if walk.inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
@@ -102,15 +154,57 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     }
     if let Some(f) = io.diff {
         let diffs = cchist::engine::diff::diff_all(&pipeline, &walk.inputs, io.jobs);
-        return diff_report(diffs, io.json || f == super::args::Format::Json);
+        return diff_report(diffs, io.json() || f == super::args::Format::Json);
     }
+    let bar = super::progress::bar(&walk.inputs, io.quiet || mode == Mode::Stdout);
     let opts = RunOptions {
         mode: mode.clone(),
         jobs: io.jobs,
+        on_done: bar
+            .as_ref()
+            .map(|b| super::progress::on_done(b, walk.inputs.len())),
     };
     let mut outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     outcomes.extend(refused);
-    report(&outcomes, &mode, io.json, &[])
+    report(&outcomes, &mode, io.json(), &[])
+}
+
+/// Stages that drop or cap content: what they remove is gone once written in place.
+const LOSSY_STAGES: &[&str] = &["drop-tool-noise", "summarize-range"];
+
+/// A lossy in-place run over more than one session needs a way back (`--backup`, which
+/// `undo --all` restores) or an explicit `--yes`.
+fn refuse_lossy_bulk(pipeline: &Pipeline, io: &IoArgs, inputs: &[Input]) -> anyhow::Result<()> {
+    if io.backup.is_some() || io.yes {
+        return Ok(());
+    }
+    let lossy: Vec<&str> = pipeline
+        .stages
+        .iter()
+        .map(|s| s.name())
+        .filter(|n| LOSSY_STAGES.contains(n))
+        .collect();
+    if lossy.is_empty() {
+        return Ok(());
+    }
+    let sessions: std::collections::HashSet<std::path::PathBuf> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File { path, .. } => Some(layout::owning_session_of(path).path),
+            Input::Stdin => None,
+        })
+        .collect();
+    if sessions.len() > 1 {
+        bail!(
+            "this run drops or caps content ({}) in place in {} sessions, and that cannot be taken back: nothing was written — add --backup (then `cchist undo --all --since <start>` restores them all) or --yes to go ahead without one",
+            lossy.join(", "),
+            sessions.len()
+        );
+    }
+    Ok(())
 }
 
 /// `--out-dir` mirrors each input by its path relative to its argument: two inputs with the
@@ -191,6 +285,7 @@ fn all(
         });
     }
     if matches!(mode, Mode::InPlace { .. }) {
+        refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
     if mode == Mode::DryRun {
@@ -229,15 +324,22 @@ fn all(
     }
     if let Some(f) = io.diff {
         let diffs = cchist::engine::diff::diff_all(&pipeline, &walk.inputs, io.jobs);
-        return diff_report(diffs, io.json || f == super::args::Format::Json);
+        return diff_report(diffs, io.json() || f == super::args::Format::Json);
     }
+    let bar = super::progress::bar(&walk.inputs, io.quiet || mode == Mode::Stdout);
     let opts = RunOptions {
         mode: mode.clone(),
         jobs: io.jobs,
+        on_done: bar
+            .as_ref()
+            .map(|b| super::progress::on_done(b, walk.inputs.len())),
     };
     let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
-    let status = report(&outcomes, &mode, io.json, &skipped)?;
-    if !io.json {
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let status = report(&outcomes, &mode, io.json(), &skipped)?;
+    if !io.json() && outcomes.len() <= 1 {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }
     Ok(status)

@@ -8,6 +8,22 @@ use cchist::engine::runner::{Mode, Outcome};
 use cchist::error::ExitStatus;
 use serde_json::json;
 
+/// The one size format of every command's text output: `512 B`, `3.4 KiB`, `12.0 MiB`,
+/// `1.2 GiB` (powers of 1024).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
 /// Totals of a run (the `summary` of `--json`, the table of a bulk run).
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Totals {
@@ -59,22 +75,48 @@ pub fn totals(outcomes: &[Outcome], skipped: usize) -> Totals {
     t
 }
 
-/// The end-of-run table of a bulk run.
+/// The end-of-run table of a bulk run: counts, sizes (human), what was saved, per stage.
 pub fn summary_table(t: &Totals) -> String {
-    let mut s = String::new();
-    let mut row = |k: &str, v: String| s += &format!("{k:<28} {v:>16}\n");
-    row("files", t.files.to_string());
-    row("  changed", t.changed.to_string());
-    row("  skipped (live)", t.skipped.to_string());
-    row("  failed", t.failed.to_string());
-    row("records", t.records.to_string());
-    row("bytes in", t.bytes_in.to_string());
-    row("bytes out", t.bytes_out.to_string());
+    let mut rows: Vec<(String, String)> = vec![
+        ("files".into(), t.files.to_string()),
+        ("  changed".into(), t.changed.to_string()),
+    ];
+    if t.skipped > 0 {
+        rows.push(("  skipped (live)".into(), t.skipped.to_string()));
+    }
+    rows.push(("  failed".into(), t.failed.to_string()));
+    rows.push(("records".into(), t.records.to_string()));
+    rows.push(("size in".into(), human_bytes(t.bytes_in)));
+    rows.push(("size out".into(), human_bytes(t.bytes_out)));
+    let saved = t.bytes_in.saturating_sub(t.bytes_out);
+    let pct = if t.bytes_in > 0 {
+        format!(" ({:.1}%)", saved as f64 * 100.0 / t.bytes_in as f64)
+    } else {
+        String::new()
+    };
+    rows.push(("saved".into(), format!("{}{pct}", human_bytes(saved))));
     for (name, st) in &t.stages {
-        row(
-            &format!("{name} (changed/dropped/added)"),
-            format!("{}/{}/{}", st.changed, st.dropped, st.added),
-        );
+        rows.push((
+            name.clone(),
+            format!(
+                "{} changed, {} dropped, {} added",
+                st.changed, st.dropped, st.added
+            ),
+        ));
+    }
+    let kw = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let vw = rows
+        .iter()
+        .map(|(_, v)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut s = String::new();
+    for (k, v) in rows {
+        s += &format!("  {k:<kw$}  {v:>vw$}\n");
     }
     s
 }
@@ -137,16 +179,19 @@ pub fn report(
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON report")?;
         writeln!(out)?;
+    } else if *mode == Mode::DryRun && outcomes.len() == 1 {
+        eprintln!("{}", dry_run_hint(1));
     } else if *mode != Mode::Stdout && outcomes.len() > 1 {
-        let verb = if *mode == Mode::DryRun {
-            "would change"
+        let what = if *mode == Mode::DryRun {
+            "would change (dry run: nothing written)"
         } else {
             "changed"
         };
-        eprintln!(
-            "cchist: {} files, {changed} {verb}, {failed} failed",
-            outcomes.len()
-        );
+        eprintln!("cchist: {changed} of {} files {what}", outcomes.len());
+        eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
+        if *mode == Mode::DryRun {
+            eprintln!("{}", dry_run_hint(outcomes.len()));
+        }
     }
     Ok(if failed > 0 {
         ExitStatus::Error
@@ -159,31 +204,97 @@ fn is_closed_output(e: &cchist::error::Error) -> bool {
     matches!(e, cchist::error::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// One line per file: what would change.
+/// What would change in one file, readable: a head line (records and sizes before and after,
+/// what is saved), then one line per stage with what it changed, dropped and added and its
+/// counters.
 pub fn describe(name: &str, r: &FileReport) -> String {
-    let mut s = format!(
-        "{name}: {} records, {} out, {}",
-        r.records,
-        r.records_out,
-        if r.changed {
-            "would change"
-        } else {
-            "unchanged"
-        }
-    );
-    if r.invalid_lines > 0 {
-        s += &format!(", {} invalid lines kept", r.invalid_lines);
-    }
-    for (stage, st) in &r.stages {
-        s += &format!(
-            "; {stage}: {} changed, {} dropped, {} added",
-            st.changed, st.dropped, st.added
+    if !r.changed {
+        return format!(
+            "{name}: unchanged ({} records, {})",
+            r.records,
+            human_bytes(r.bytes_in)
         );
     }
-    for (k, v) in &r.counters {
-        s += &format!("; {k}: {v}");
+    let saved = r.bytes_in.saturating_sub(r.bytes_out);
+    let mut s = format!(
+        "{name}: would change: {} → {} records, {} → {}",
+        r.records,
+        r.records_out,
+        human_bytes(r.bytes_in),
+        human_bytes(r.bytes_out)
+    );
+    if saved > 0 {
+        s += &format!(" ({} saved)", human_bytes(saved));
+    }
+    if r.invalid_lines > 0 {
+        s += &format!("; {} invalid lines kept as they are", r.invalid_lines);
+    }
+    let width = r.stages.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let mut used = std::collections::BTreeSet::new();
+    for (stage, st) in &r.stages {
+        let parts: Vec<String> = [
+            (st.changed, "changed"),
+            (st.dropped, "dropped"),
+            (st.added, "added"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        let counters: Vec<String> = r
+            .counters
+            .iter()
+            .filter_map(|(k, v)| {
+                let rest = k
+                    .strip_prefix(stage.as_str())
+                    .and_then(|r| r.strip_prefix(['.', '/']))?;
+                used.insert(k.clone());
+                Some(format!("{}: {v}", rest.replace(['_', '.'], " ")))
+            })
+            .collect();
+        // `redact` counts all its replacements as `redactions`.
+        let counters: Vec<String> = r
+            .counters
+            .get("redactions")
+            .filter(|_| stage == "redact")
+            .map(|n| format!("redactions: {n}"))
+            .into_iter()
+            .chain(counters)
+            .collect();
+        let line = match (parts.is_empty(), counters.is_empty()) {
+            (true, true) => "no change".to_string(),
+            (true, false) => counters.join(", "),
+            (false, true) => parts.join(", "),
+            (false, false) => format!("{} ({})", parts.join(", "), counters.join(", ")),
+        };
+        s += &format!("\n    {stage:<width$}  {line}");
+    }
+    let other: Vec<String> = r
+        .counters
+        .iter()
+        .filter(|(k, _)| {
+            let shown_by_redact =
+                k.as_str() == "redactions" && r.stages.iter().any(|(n, _)| n == "redact");
+            !used.contains(*k) && !shown_by_redact
+        })
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    if !other.is_empty() {
+        s += &format!("\n    {}", other.join(", "));
     }
     s
+}
+
+/// What a dry run ends with: nothing was written, and how to get the output.
+pub fn dry_run_hint(files: usize) -> String {
+    let stdout = if files == 1 {
+        "`> out.jsonl` (the result on stdout)"
+    } else {
+        "`--out-dir DIR` (a copy of each file)"
+    };
+    format!(
+        "cchist: dry run, nothing written. To get the output, drop --dry-run and add {stdout}, or `--in-place` to replace the files (`--backup` keeps a copy `cchist undo` restores)"
+    )
 }
 
 /// The line `summarize-range --fit` prints: the resume estimate before and after, and what
@@ -247,4 +358,17 @@ pub fn diff_report(
     } else {
         ExitStatus::Error
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_size_format() {
+        use super::human_bytes as h;
+        assert_eq!(h(0), "0 B");
+        assert_eq!(h(1023), "1023 B");
+        assert_eq!(h(1536), "1.5 KiB");
+        assert_eq!(h(5 << 20), "5.0 MiB");
+        assert_eq!(h(3 << 30), "3.0 GiB");
+    }
 }

@@ -22,6 +22,7 @@ pub struct RelinkArgs {
 pub fn run(args: RelinkArgs) -> anyhow::Result<ExitStatus> {
     let stage = Relink::new(RelinkOptions {
         tool_pairs: !args.no_tool_pairs,
+        ..RelinkOptions::default()
     });
     let pipeline = Pipeline::new(vec![Box::new(stage)], OnInvalid::Keep, "relink".into());
     super::plan::execute(pipeline, &args.io)

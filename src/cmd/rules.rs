@@ -10,14 +10,14 @@ use cchist::stages::REGISTRY;
 use clap::Args;
 use serde_json::json;
 
-use super::args::Format;
+use super::args::{Format, FormatArgs};
 
 /// `cchist rules`.
 #[derive(Args, Debug)]
 pub struct RulesArgs {
     /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub format: FormatArgs,
     /// Also print each rule's description.
     #[arg(long)]
     pub long: bool,
@@ -32,9 +32,9 @@ pub struct RulesArgs {
 
 pub fn run(args: RulesArgs) -> anyhow::Result<ExitStatus> {
     if args.all {
-        return print_all(args.format);
+        return print_all(args.format.get());
     }
-    print(args.long, args.keywords, args.format)
+    print(args.long, args.keywords, args.format.get())
 }
 
 /// Every finding id (secret, structural, policy) and every stage type, from their registries.

@@ -18,14 +18,15 @@ pub struct SummarizeArgs {
     /// Last record of the range (its whole step, or turn head, is taken).
     #[arg(long, value_name = "UUID", conflicts_with_all = ["turns", "keep_last", "steps", "keep_last_steps", "fit"])]
     pub to: Option<String>,
-    /// Turn numbers as `history list` prints them: A..B (inclusive), A.., ..B or N.
+    /// Turn numbers as `history list` prints them: N, A-B or A..B (inclusive), A.., ..B, or a
+    /// list that joins up (`3,4-6`).
     #[arg(long, value_name = "RANGE", conflicts_with_all = ["keep_last", "steps", "keep_last_steps", "fit"])]
     pub turns: Option<String>,
     /// Summarize everything before the last N turns.
     #[arg(long, value_name = "N", conflicts_with_all = ["steps", "keep_last_steps", "fit"])]
     pub keep_last: Option<usize>,
-    /// Step numbers as `history list --steps` prints them: A..B (inclusive), A.., ..B or N;
-    /// a range may cross turns.
+    /// Step numbers as `history list --steps` prints them, in the grammar of --turns; a range
+    /// may cross turns.
     #[arg(long, value_name = "RANGE", conflicts_with_all = ["keep_last_steps", "fit"])]
     pub steps: Option<String>,
     /// Summarize every step before the last N (the first prompt stays).
@@ -37,7 +38,7 @@ pub struct SummarizeArgs {
     #[arg(long, value_name = "TOKENS")]
     pub fit: Option<u64>,
     /// The summary text (default: a built-in digest of the range).
-    #[arg(long, value_name = "TEXT", conflicts_with = "command")]
+    #[arg(long, visible_aliases = ["with", "content"], value_name = "TEXT", conflicts_with = "command")]
     pub text: Option<String>,
     /// Shell command that reads the range as JSONL on stdin and prints the summary.
     #[arg(long, value_name = "CMD")]

@@ -16,8 +16,14 @@ pub struct SessionArgs {
     /// A transcript file given by path.
     #[arg(short, long, value_name = "PATH", conflicts_with = "project")]
     pub file: Option<PathBuf>,
-    /// The project's working directory; with --latest, its most recent session.
-    #[arg(long, value_name = "DIR", requires = "latest")]
+    /// The project: its folder under projects/ by name (`-home-dev-webapp`) or path, or the
+    /// working directory Claude Code recorded; with --latest, its most recent session.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "latest",
+        allow_hyphen_values = true
+    )]
     pub project: Option<PathBuf>,
     /// With --project: take the most recently modified session.
     #[arg(long)]
@@ -56,8 +62,7 @@ impl SessionArgs {
             return Ok(layout::find_by_id(&projects, id)?);
         }
         if let Some(dir) = &self.project {
-            let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-            return Ok(layout::latest_for_project(&projects, &abs)?);
+            return Ok(layout::latest_for_project(&projects, dir)?);
         }
         bail!("say which session: --session ID, --file PATH, or --project DIR --latest")
     }

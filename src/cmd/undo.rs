@@ -1,8 +1,18 @@
-//! `cchist undo`: restore the newest backup an in-place edit left.
+//! `cchist undo`: restore the newest backup an in-place edit or run left (`history` edits,
+//! `apply`, and `--in-place --backup` runs); `--all --since T` restores a whole bulk run;
+//! `--list` lists the backups. `cchist backups prune --older-than 30d` removes old ones.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use cchist::claude::layout::{self, SessionFile};
 use cchist::error::ExitStatus;
-use clap::Args;
+use cchist::io::output::{is_temp_name, BACKUP_MARK};
+use clap::{Args, Subcommand};
+use serde::Serialize;
 
+use super::args::{parse_when, FormatArgs};
 use super::target::SessionArgs;
 
 /// `cchist undo` arguments.
@@ -10,14 +20,256 @@ use super::target::SessionArgs;
 pub struct UndoArgs {
     #[command(flatten)]
     pub target: SessionArgs,
-    /// Restore even when the session looks live.
+    /// Restore even when the session looks live, or changed since the edit (what it replaces
+    /// is kept as <file>.cchist-undone.<time>).
     #[arg(long)]
     pub force: bool,
+    /// List the backups undo can restore (newest first) instead of restoring.
+    #[arg(long, conflicts_with = "all")]
+    pub list: bool,
+    /// Restore every file under the config folder whose newest backup is from --since on
+    /// (a bulk `--in-place --backup` run, or several edits).
+    #[arg(long, requires = "since")]
+    pub all: bool,
+    /// With --all or --list: only backups made at or after this time (a date such as
+    /// 2026-12-01T10:30, UTC, or an age such as 2h, 7d).
+    #[arg(long, value_name = "TIME", value_parser = parse_when)]
+    pub since: Option<String>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// `cchist backups` arguments.
+#[derive(Args, Debug)]
+pub struct BackupsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: BackupsAction,
+}
+
+/// `cchist backups` subcommands.
+#[derive(Subcommand, Debug)]
+pub enum BackupsAction {
+    /// List cchist's backups under the config folder (as `undo --list`).
+    List {
+        /// Only backups made at or after this time.
+        #[arg(long, value_name = "TIME", value_parser = parse_when)]
+        since: Option<String>,
+        #[command(flatten)]
+        format: FormatArgs,
+    },
+    /// Remove backups older than an age (`30d`, `12h`, `2w`) or a date.
+    Prune {
+        /// Remove backups made before this long ago (or before this date).
+        #[arg(long, value_name = "AGE", value_parser = parse_when)]
+        older_than: String,
+        /// Show what would be removed; remove nothing.
+        #[arg(short = 'n', long)]
+        dry_run: bool,
+    },
+}
+
+/// One backup cchist can restore.
+#[derive(Debug, Serialize)]
+struct Backup {
+    /// The file it restores.
+    file: String,
+    /// The backup itself.
+    backup: String,
+    /// When it was made (UTC, from its name).
+    time: String,
+    /// Its size in bytes.
+    bytes: u64,
+    /// Its stamp, as in its name (sorts in time order).
+    #[serde(skip)]
+    stamp: String,
+}
+
+/// Every cchist backup under the config folder: the projects (sessions and their companion
+/// files) and history.jsonl's.
+fn all_backups() -> anyhow::Result<Vec<Backup>> {
+    let root = layout::config_root()?;
+    let mut out = Vec::new();
+    walk(&layout::projects_dir(&root), &mut out, 0);
+    collect_in(&root, &mut out);
+    out.sort_by(|a, b| b.stamp.cmp(&a.stamp).then_with(|| a.file.cmp(&b.file)));
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<Backup>, depth: usize) {
+    if depth > 6 {
+        return;
+    }
+    collect_in(dir, out);
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            walk(&e.path(), out, depth + 1);
+        }
+    }
+}
+
+fn collect_in(dir: &Path, out: &mut Vec<Backup>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let name = e.file_name().to_string_lossy().into_owned();
+        if is_temp_name(&name) || name.starts_with('.') {
+            continue; // temp files and undo's `.written` records
+        }
+        let Some((main, stamp)) = name.split_once(BACKUP_MARK) else {
+            continue;
+        };
+        let stamp = stamp.split('.').next().unwrap_or(stamp).to_string();
+        out.push(Backup {
+            file: dir.join(main).display().to_string(),
+            backup: e.path().display().to_string(),
+            time: stamp_time(&stamp),
+            bytes: e.metadata().map(|m| m.len()).unwrap_or(0),
+            stamp,
+        });
+    }
+}
+
+/// `20261201T103123123Z` → `2026-12-01 10:31:23`.
+fn stamp_time(s: &str) -> String {
+    let d: Vec<char> = s.chars().filter(char::is_ascii_digit).collect();
+    if d.len() < 14 {
+        return s.to_string();
+    }
+    let g = |a: usize, b: usize| d[a..b].iter().collect::<String>();
+    format!(
+        "{}-{}-{} {}:{}:{}",
+        g(0, 4),
+        g(4, 6),
+        g(6, 8),
+        g(8, 10),
+        g(10, 12),
+        g(12, 14)
+    )
+}
+
+fn stamp_of(backup: &Path) -> String {
+    let name = backup
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.split_once(BACKUP_MARK)
+        .map(|(_, s)| s.split('.').next().unwrap_or(s).to_string())
+        .unwrap_or_default()
+}
+
+fn list(since: Option<&str>, format: &FormatArgs) -> anyhow::Result<ExitStatus> {
+    let mut all = all_backups()?;
+    if let Some(t) = since {
+        all.retain(|b| b.stamp.as_str() >= t);
+    }
+    let mut out = std::io::stdout().lock();
+    if format.json() {
+        serde_json::to_writer_pretty(&mut out, &all)?;
+        writeln!(out)?;
+        return Ok(ExitStatus::Ok);
+    }
+    if all.is_empty() {
+        eprintln!("cchist: no cchist backups under the config folder");
+        return Ok(ExitStatus::Ok);
+    }
+    for b in &all {
+        writeln!(
+            out,
+            "{}  {:>10}  {}",
+            b.time,
+            super::print::human_bytes(b.bytes),
+            b.file
+        )?;
+    }
+    eprintln!(
+        "cchist: {} backup(s); `cchist undo --all --since TIME` restores a run, `cchist backups prune --older-than 30d` removes old ones",
+        all.len()
+    );
+    Ok(ExitStatus::Ok)
 }
 
 pub fn run(a: UndoArgs) -> anyhow::Result<ExitStatus> {
+    if a.list {
+        return list(a.since.as_deref(), &a.format);
+    }
+    if a.all {
+        return undo_all(a.since.as_deref().unwrap_or(""), a.force);
+    }
     let s = a.target.resolve()?;
     let used = cchist::claude::rewrite::undo(&s, a.force)?;
     eprintln!("{}: restored from {}", s.path.display(), used.display());
     Ok(ExitStatus::Ok)
+}
+
+/// Restore every file whose newest backup is from `since` on.
+fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
+    let mut files: Vec<PathBuf> = all_backups()?
+        .into_iter()
+        .filter(|b| b.stamp.as_str() >= since)
+        .map(|b| PathBuf::from(b.file))
+        .collect();
+    files.sort();
+    files.dedup();
+    if files.is_empty() {
+        bail!("no cchist backup made since the time given (`cchist undo --list` lists them)");
+    }
+    let mut status = ExitStatus::Ok;
+    let mut restored = 0;
+    for f in &files {
+        // Only the newest backup of each file, and only when it is from `since` on.
+        let newest = layout::backups(f).pop();
+        if !newest
+            .as_deref()
+            .is_some_and(|b| stamp_of(b).as_str() >= since)
+        {
+            continue;
+        }
+        match cchist::claude::rewrite::undo(&SessionFile::from_path(f), force) {
+            Ok(used) => {
+                restored += 1;
+                eprintln!("{}: restored from {}", f.display(), used.display());
+            }
+            Err(e) => {
+                status = ExitStatus::Error;
+                eprintln!("cchist: error: {e}");
+            }
+        }
+    }
+    eprintln!("cchist: {restored} file(s) restored");
+    Ok(status)
+}
+
+/// `cchist backups`.
+pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
+    match a.action {
+        BackupsAction::List { since, format } => list(since.as_deref(), &format),
+        BackupsAction::Prune {
+            older_than,
+            dry_run,
+        } => {
+            let mut n = 0;
+            let mut bytes = 0;
+            for b in all_backups()?.into_iter().filter(|b| b.stamp < older_than) {
+                n += 1;
+                bytes += b.bytes;
+                if dry_run {
+                    println!("{}", b.backup);
+                    continue;
+                }
+                let p = Path::new(&b.backup);
+                std::fs::remove_file(p)
+                    .map_err(|e| anyhow::anyhow!("removing {}: {e}", p.display()))?;
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.written")));
+            }
+            let verb = if dry_run { "would remove" } else { "removed" };
+            eprintln!(
+                "cchist: {verb} {n} backup(s), {}",
+                super::print::human_bytes(bytes)
+            );
+            Ok(ExitStatus::Ok)
+        }
+    }
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::Format;
+use super::args::{Format, FormatArgs};
 
 /// `cchist validate`.
 #[derive(Args, Debug)]
@@ -19,8 +19,15 @@ pub struct ValidateArgs {
     /// Transcript files or folders. None, or `-`, reads stdin.
     pub paths: Vec<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
+    /// every project's transcripts and history.jsonl.
+    #[arg(long)]
+    pub all: bool,
     /// Only walk files matching this glob; repeatable.
     #[arg(long, value_name = "GLOB")]
     pub include: Vec<String>,
@@ -30,7 +37,12 @@ pub struct ValidateArgs {
 }
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
-    let walk = super::plan::inputs(&args.paths, &args.include, &args.exclude)?;
+    let format = args.format.get();
+    let walk = super::plan::inputs(
+        &super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?,
+        &args.include,
+        &args.exclude,
+    )?;
     let mut status = ExitStatus::Ok;
     let mut files = Vec::new();
     let mut out = std::io::stdout().lock();
@@ -53,7 +65,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
         if !findings.is_empty() && status == ExitStatus::Ok {
             status = ExitStatus::Findings;
         }
-        match args.format {
+        match format {
             Format::Text => {
                 for f in &findings {
                     let uuid = f
@@ -61,13 +73,23 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
                         .as_deref()
                         .map(|u| format!(" [{u}]"))
                         .unwrap_or_default();
-                    writeln!(out, "{origin}:{}: {}: {}{uuid}", f.line, f.rule, f.message)?;
+                    use cchist::findings::report::ansi;
+                    let c = super::color::stdout();
+                    writeln!(
+                        out,
+                        "{}:{}: {}: {}{}",
+                        ansi::paint(c, ansi::PATH, &origin.to_string()),
+                        ansi::paint(c, ansi::LINE, &f.line.to_string()),
+                        ansi::paint(c, ansi::rule(&f.rule), &f.rule),
+                        f.message,
+                        ansi::paint(c && !uuid.is_empty(), ansi::DIM, &uuid)
+                    )?;
                 }
             }
             Format::Json => files.push(json!({"file": origin.to_string(), "findings": findings})),
         }
     }
-    if args.format == Format::Json {
+    if format == Format::Json {
         serde_json::to_writer_pretty(&mut out, &json!({ "files": files }))?;
         writeln!(out)?;
     } else if status == ExitStatus::Ok {

@@ -14,9 +14,10 @@ use crate::io::lock;
 use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter, BACKUP_MARK};
 
 /// Where output goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Concatenated to standard output, in input order.
+    #[default]
     Stdout,
     /// Each file replaced atomically; unchanged files are not rewritten.
     InPlace {
@@ -34,13 +35,29 @@ pub enum Mode {
     DryRun,
 }
 
+/// What [`RunOptions::on_done`] calls with each finished input.
+pub type OnDone = std::sync::Arc<dyn Fn(&Input) + Send + Sync>;
+
 /// Options for [`run_all`].
-#[derive(Debug, Clone)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     /// Output mode.
     pub mode: Mode,
     /// Worker threads (`None` = all cores).
     pub jobs: Option<usize>,
+    /// Called once per input as it is done (from worker threads): what a progress display
+    /// counts.
+    pub on_done: Option<OnDone>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("mode", &self.mode)
+            .field("jobs", &self.jobs)
+            .field("on_done", &self.on_done.is_some())
+            .finish()
+    }
 }
 
 /// The outcome for one input.
@@ -70,6 +87,9 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
                 }
                 r
             };
+            if let Some(f) = &opts.on_done {
+                f(inp);
+            }
             outcomes.push(Outcome {
                 input: inp.clone(),
                 result,
@@ -81,9 +101,15 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
     let work = || {
         inputs
             .par_iter()
-            .map(|inp| Outcome {
-                input: inp.clone(),
-                result: run_one(pipeline, inp, &opts.mode),
+            .map(|inp| {
+                let result = run_one(pipeline, inp, &opts.mode);
+                if let Some(f) = &opts.on_done {
+                    f(inp);
+                }
+                Outcome {
+                    input: inp.clone(),
+                    result,
+                }
             })
             .collect()
     };
@@ -311,13 +337,20 @@ fn run_whole_file(
                     path.display()
                 )));
             }
+            let mut undoable = None;
             if let Some(suffix) = backup {
                 let (b, bpath) = stage_backup(path, suffix, &f)?;
                 b.persist()
                     .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
+                if suffix.contains(BACKUP_MARK) {
+                    undoable = Some(bpath);
+                }
             }
             let mtime = if *touch { None } else { f.meta.modified().ok() };
             write_atomic(path, mtime)?;
+            if let Some(bpath) = undoable {
+                crate::claude::rewrite::record_written(path, &bpath)?;
+            }
         }
     }
     Ok(report)
@@ -407,9 +440,15 @@ fn in_place(
         .try_clone()
         .and_then(|c| lock::lock_file(&c).map(|()| c))
         .map_err(|e| Error::io(&origin, "lock", e))?;
+    let mut undoable = None;
     if let Some((b, bpath)) = backup {
         b.persist()
             .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
+        // A backup in cchist's own naming is one `undo` restores: note what this run wrote,
+        // so that undo can tell whether the file changed since.
+        if bpath.to_string_lossy().contains(BACKUP_MARK) {
+            undoable = Some(bpath);
+        }
     }
     tmp.persist().map_err(|e| Error::io(&origin, "rename", e))?;
     // A writer that appended between the check and the rename wrote to the old inode, which
@@ -422,6 +461,9 @@ fn in_place(
             .insert("bytes-appended-during-replace".into(), carried);
     }
     drop(new_lock);
+    if let Some(bpath) = undoable {
+        crate::claude::rewrite::record_written(path, &bpath)?;
+    }
     Ok(report)
 }
 

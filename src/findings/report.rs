@@ -24,25 +24,73 @@ pub struct FileFindings {
 /// characters escaped: a uuid holding `\n::error::` must not start a line of its own in a CI
 /// log.
 pub fn text(files: &[FileFindings]) -> String {
+    text_colored(files, false)
+}
+
+/// How bad a finding is: a secret (`error`) or a structural or policy defect (`warning`).
+pub fn severity(rule: &str) -> &'static str {
+    if crate::stages::redact::rules::find(rule).is_some() {
+        "error"
+    } else {
+        "warning"
+    }
+}
+
+/// ANSI SGR codes of the colored text report (the colors of ripgrep's: path magenta, line
+/// green; the rule red for a secret, yellow for a defect; details dim).
+pub mod ansi {
+    /// `s` wrapped in SGR `code` when `on`.
+    pub fn paint(on: bool, code: &str, s: &str) -> String {
+        if on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    /// A file path.
+    pub const PATH: &str = "35";
+    /// A line number.
+    pub const LINE: &str = "32";
+    /// A rule of severity `error`.
+    pub const ERROR: &str = "1;31";
+    /// A rule of severity `warning`.
+    pub const WARNING: &str = "1;33";
+    /// Details (JSON path, uuid, fingerprint).
+    pub const DIM: &str = "2";
+    /// The SGR code of a rule's severity.
+    pub fn rule(rule: &str) -> &'static str {
+        if super::severity(rule) == "error" {
+            ERROR
+        } else {
+            WARNING
+        }
+    }
+}
+
+/// [`text`], with ANSI colors when `color`: the same characters otherwise.
+pub fn text_colored(files: &[FileFindings], color: bool) -> String {
+    use ansi::paint;
     let mut out = String::new();
     for f in files {
         for x in &f.findings {
             out += &format!(
                 "{}:{}: {}: {}",
-                printable(&f.file),
-                x.line,
-                printable(&x.rule),
+                paint(color, ansi::PATH, &printable(&f.file)),
+                paint(color, ansi::LINE, &x.line.to_string()),
+                paint(color, ansi::rule(&x.rule), &printable(&x.rule)),
                 printable(&x.message)
             );
+            let mut detail = String::new();
             if let Some(p) = &x.path {
-                out += &format!(" at {}", printable(p));
+                detail += &format!(" at {}", printable(p));
             }
             if let Some(u) = &x.uuid {
-                out += &format!(" [{}]", printable(u));
+                detail += &format!(" [{}]", printable(u));
             }
             if let Some(fp) = &x.fingerprint {
-                out += &format!(" (fingerprint {fp})");
+                detail += &format!(" (fingerprint {fp})");
             }
+            out += &paint(color && !detail.is_empty(), ansi::DIM, &detail);
             out.push('\n');
         }
     }

@@ -5,6 +5,14 @@
 //!
 //! `summary.leafUuid` is not checked: Claude Code wrote those titles for other sessions into
 //! whatever file was open, so they point into other files by design.
+//!
+//! States Claude Code itself writes and handles are not defects either:
+//! - a `tool_use` left unanswered at the tip of its chain (the user interrupted the call, or
+//!   the session ended while it ran): no user message follows it, and on resume Claude Code
+//!   answers it itself. An unanswered call that a later message follows is a defect (the API
+//!   rejects that history);
+//! - the first parents of its compaction summariser's transcript (`agent-acompact-*.jsonl`,
+//!   records with `agentId: "acompact-…"`), which point into the main session by design.
 
 use std::collections::{HashMap, HashSet};
 
@@ -84,7 +92,7 @@ fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
         let Some(h) = r.header() else { continue };
         let uuid = h.uuid.as_deref();
         if let Some(p) = &h.parent_uuid {
-            if !s.by_uuid.contains_key(p) {
+            if !s.by_uuid.contains_key(p) && !is_compaction_agent(h) {
                 out.push(finding(
                     "dangling-parent",
                     r.line,
@@ -131,11 +139,47 @@ fn check_cycles(s: &Session<'_>, out: &mut Vec<Finding>) {
     }
 }
 
+/// A record of Claude Code's compaction summariser (`agent-acompact-*.jsonl`), whose first
+/// parents name records of the main session file.
+pub fn is_compaction_agent(h: &crate::transcript::record::Header) -> bool {
+    h.agent_id
+        .as_deref()
+        .is_some_and(|a| a.starts_with("acompact"))
+}
+
+/// For each record, whether a user message (a prompt or a tool result) descends from it: an
+/// unanswered `tool_use` that no user message follows was interrupted at the tip of its
+/// chain, which Claude Code handles on resume.
+pub fn followed_by_user(s: &Session<'_>) -> Vec<bool> {
+    let mut marked = vec![false; s.records.len()];
+    for i in 0..s.records.len() {
+        let is_user = s
+            .header(i)
+            .is_some_and(|h| h.kind == Kind::User && !h.is_compact_summary);
+        if !is_user {
+            continue;
+        }
+        // Mark the ancestors; stop at one already marked (its ancestors are too) or a cycle.
+        let mut cur = s.parent(i);
+        let mut steps = 0;
+        while let Some(k) = cur {
+            if marked[k] || steps > s.records.len() {
+                break;
+            }
+            marked[k] = true;
+            steps += 1;
+            cur = s.parent(k);
+        }
+    }
+    marked
+}
+
 fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
     let mut uses: Vec<(&String, &usize)> = s.tool_uses.iter().collect();
     uses.sort_by_key(|(_, &i)| i);
+    let followed = followed_by_user(s);
     for (id, &i) in uses {
-        if !s.tool_results.contains_key(id) {
+        if !s.tool_results.contains_key(id) && followed[i] {
             let r = &s.records[i];
             out.push(finding(
                 "unpaired-tool-use",
@@ -241,6 +285,34 @@ mod tests {
                 ("truncated-last-line".into(), 5),
             ]
         );
+    }
+
+    #[test]
+    fn states_claude_code_handles_are_not_defects() {
+        // A call interrupted at the tip: nothing follows it; Claude Code answers it on resume.
+        let tip = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
+            "\n",
+            r#"{"type":"system","uuid":"3","parentUuid":"2","subtype":"x"}"#,
+            "\n",
+        );
+        assert_eq!(rules(tip), vec![]);
+        // The same call with a prompt after it is a defect.
+        let mid = format!(
+            "{tip}{}\n",
+            r#"{"type":"user","uuid":"4","parentUuid":"3","message":{"role":"user","content":"next"}}"#
+        );
+        assert_eq!(rules(&mid), vec![("unpaired-tool-use".into(), 2)]);
+        // The compaction summariser's first parents point into the main file by design.
+        let acompact = concat!(
+            r#"{"type":"user","uuid":"1","parentUuid":"main-1","isSidechain":true,"agentId":"acompact-f46190","message":{"role":"user","content":"hi"}}"#,
+            "\n",
+            r#"{"type":"user","uuid":"2","parentUuid":"main-2","isSidechain":true,"agentId":"a1234","message":{"role":"user","content":"hi"}}"#,
+            "\n",
+        );
+        assert_eq!(rules(acompact), vec![("dangling-parent".into(), 2)]);
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub struct TurnRow {
     pub uuid: String,
     /// Timestamp of the prompt.
     pub time: Option<String>,
-    /// The prompt's text, shortened to 80 characters.
+    /// The prompt's text as a person reads it ([`readable_prompt`]), shortened to 80
+    /// characters.
     pub prompt: String,
     /// tool_use blocks in the turn.
     pub tool_calls: usize,
@@ -48,7 +49,7 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
     let prompt = s.records[t.prompt]
         .value()
         .ok()
-        .map(|v| shorten(&message_text(v), 80))
+        .map(|v| shorten(&readable_prompt(&message_text(v)), 80))
         .unwrap_or_default();
     TurnRow {
         number: t.number,
@@ -131,6 +132,130 @@ fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
     }
 }
 
+/// One item of a turn or step list: a number, a closed range or an open one (`A..`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// First number (1-based).
+    pub from: usize,
+    /// Last number, inclusive; `None` for an open end (`A..`).
+    pub to: Option<usize>,
+}
+
+/// A turn or step list that does not parse: the message says what is wrong and how to write
+/// one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RangeError(pub String);
+
+/// The one grammar of turn and step numbers, for `history`, `summarize-range --turns` and
+/// `--steps`: comma-separated items, each `N`, `A-B`, `A..B` or `A..=B` (inclusive), `A..`
+/// (to the end) or `..B` (from the first). Numbers start at 1. `what` names the unit in
+/// messages (`turn`, `step`). Items that are not numbers are returned by `other`, which
+/// either accepts them (history takes uuids) or refuses them with its message.
+pub fn parse_list<T>(
+    spec: &str,
+    what: &str,
+    mut other: impl FnMut(&str) -> Option<T>,
+) -> std::result::Result<Vec<Result<Span, T>>, RangeError> {
+    let bad = |item: &str| {
+        RangeError(format!(
+            "`{item}` is not a {what} number or range; write N, A-B, A..B, A.., ..B or a list such as 3,5-7"
+        ))
+    };
+    let num = |item: &str, n: &str| -> std::result::Result<usize, RangeError> {
+        let n: usize = n.trim().parse().map_err(|_| bad(item))?;
+        if n == 0 {
+            return Err(RangeError(format!("{what}s are numbered from 1")));
+        }
+        Ok(n)
+    };
+    let digits = |s: &str| !s.trim().is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit());
+    let mut out = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let span = if let Some((a, b)) = item.split_once("..") {
+            let b = b.strip_prefix('=').unwrap_or(b);
+            if !(a.trim().is_empty() || digits(a)) || !(b.trim().is_empty() || digits(b)) {
+                match other(item) {
+                    Some(t) => {
+                        out.push(Err(t));
+                        continue;
+                    }
+                    None => return Err(bad(item)),
+                }
+            }
+            let from = if a.trim().is_empty() {
+                1
+            } else {
+                num(item, a)?
+            };
+            let to = if b.trim().is_empty() {
+                None
+            } else {
+                Some(num(item, b)?)
+            };
+            Span { from, to }
+        } else if let Some((a, b)) = item.split_once('-').filter(|(a, b)| digits(a) && digits(b)) {
+            Span {
+                from: num(item, a)?,
+                to: Some(num(item, b)?),
+            }
+        } else if digits(item) {
+            let n = num(item, item)?;
+            Span {
+                from: n,
+                to: Some(n),
+            }
+        } else {
+            match other(item) {
+                Some(t) => {
+                    out.push(Err(t));
+                    continue;
+                }
+                None => return Err(bad(item)),
+            }
+        };
+        if span.to.is_some_and(|t| t < span.from) {
+            return Err(RangeError(format!("`{item}` ends before it starts")));
+        }
+        out.push(Ok(span));
+    }
+    if out.is_empty() {
+        return Err(RangeError(format!("no {what}s given")));
+    }
+    Ok(out)
+}
+
+/// One consecutive range in the grammar of [`parse_list`] (a list is accepted when its items
+/// join up, e.g. `3,4-6`): `(from, to)`, `to` `None` for an open end.
+pub fn parse_range(
+    spec: &str,
+    what: &str,
+) -> std::result::Result<(usize, Option<usize>), RangeError> {
+    let mut spans: Vec<Span> = parse_list(spec, what, |_| None::<()>)?
+        .into_iter()
+        .filter_map(|s| s.ok())
+        .collect();
+    spans.sort_by_key(|s| s.from);
+    let mut acc = spans[0];
+    for s in &spans[1..] {
+        match acc.to {
+            Some(t) if s.from <= t + 1 => {
+                acc.to = match (acc.to, s.to) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                }
+            }
+            None => {}
+            Some(_) => {
+                return Err(RangeError(format!(
+                "`{spec}` is not one consecutive range of {what}s; summarize one range at a time"
+            )))
+            }
+        }
+    }
+    Ok((acc.from, acc.to))
+}
+
 /// The plain text of a record's `message.content` (string, or its text blocks joined).
 pub fn message_text(v: &Value) -> String {
     match v.pointer("/message/content") {
@@ -142,6 +267,61 @@ pub fn message_text(v: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// Wrappers Claude Code puts around what a user typed (IDE context, hook and system notes,
+/// slash-command plumbing): dropped with their content when a prompt is shown on one line.
+const WRAPPERS: &[&str] = &[
+    "ide_selection",
+    "ide_opened_file",
+    "ide_diagnostics",
+    "system-reminder",
+    "command-message",
+    "command-args",
+    "local-command-stdout",
+    "local-command-stderr",
+    "local-command-caveat",
+    "user-prompt-submit-hook",
+];
+
+/// A prompt as a person reads it: a slash command as `/name args`, wrappers such as
+/// `<command-message>` and `<ide_selection>` removed with their content.
+///
+/// ```
+/// use cchist::transcript::turns::readable_prompt;
+/// assert_eq!(
+///     readable_prompt("<command-message>compact</command-message>\n<command-name>/compact</command-name>\n<command-args>keep tests</command-args>"),
+///     "/compact keep tests"
+/// );
+/// assert_eq!(readable_prompt("<ide_selection>fn main() {}</ide_selection> why does this fail?"), "why does this fail?");
+/// ```
+pub fn readable_prompt(text: &str) -> String {
+    let inner = |tag: &str| -> Option<&str> {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        let a = text.find(&open)? + open.len();
+        let b = text[a..].find(&close)? + a;
+        Some(text[a..b].trim())
+    };
+    if let Some(name) = inner("command-name") {
+        let args = inner("command-args").unwrap_or("");
+        return if args.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} {args}")
+        };
+    }
+    let mut out = text.to_string();
+    for tag in WRAPPERS {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        while let Some(a) = out.find(&open) {
+            match out[a..].find(&close) {
+                Some(b) => out.replace_range(a..a + b + close.len(), " "),
+                None => out.replace_range(a..a + open.len(), " "),
+            }
+        }
+    }
+    out.trim().to_string()
 }
 
 /// `s` on one line, cut to `max` characters with an ellipsis.
@@ -298,6 +478,42 @@ mod tests {
         let marks: Vec<&str> = shown.lines().filter(|l| l.starts_with("── step")).collect();
         assert_eq!(marks, ["── step 1", "── step 2"]);
         assert!(shown.find("── step 2").unwrap() > shown.find("tool_result t").unwrap());
+    }
+
+    #[test]
+    fn one_grammar_for_turns_and_steps() {
+        let r = |s: &str| parse_range(s, "turn");
+        for (spec, want) in [
+            ("3", (3, Some(3))),
+            ("3-7", (3, Some(7))),
+            ("3..7", (3, Some(7))),
+            ("3..=7", (3, Some(7))),
+            ("..4", (1, Some(4))),
+            ("5..", (5, None)),
+            ("3,4-6", (3, Some(6))),
+            ("5-7,3..4", (3, Some(7))),
+        ] {
+            assert_eq!(r(spec), Ok(want), "{spec}");
+        }
+        for bad in ["4..2", "0..2", "x", "3,5-7", "7-3", ""] {
+            assert!(r(bad).is_err(), "{bad}");
+        }
+        let list = parse_list("3,5-7,abc", "turn", |s| Some(s.to_string())).unwrap();
+        assert_eq!(
+            list,
+            vec![
+                Ok(Span {
+                    from: 3,
+                    to: Some(3)
+                }),
+                Ok(Span {
+                    from: 5,
+                    to: Some(7)
+                }),
+                Err("abc".to_string())
+            ]
+        );
+        assert!(parse_list("3,abc", "step", |_| None::<()>).is_err());
     }
 
     #[test]

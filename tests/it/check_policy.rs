@@ -64,6 +64,10 @@ fn sarif_errors(tool: &Path, sarif: &Path) -> Vec<String> {
 #[test]
 fn sarif_report_passes_the_official_validator() {
     let dir = tempfile::tempdir().unwrap();
+    // A call a later prompt follows without an answer: a defect (the API rejects it). The
+    // corpus's interrupted calls sit at the tip, which Claude Code handles (issue 17).
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(&broken, crate::validate::mid_chain_unanswered_call()).unwrap();
     let out = run(&[
         "check",
         "--policy",
@@ -74,6 +78,7 @@ fn sarif_report_passes_the_official_validator() {
         corpus("real/thejamesnick__agentic-wallet__claude-session.jsonl")
             .to_str()
             .unwrap(),
+        broken.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1), "findings exit 1");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -56,7 +56,7 @@ fn in_place_cmd(fx: &Fixture, backup: bool, jobs: Option<usize>) -> Command {
     let mut c = Command::new(bin());
     c.args(["run", "--pipeline"])
         .arg(&fx.pipeline)
-        .args(["--in-place", "--force"])
+        .args(["--in-place", "--force", "--yes"]) // --yes: a lossy run over several sessions asks for it since issue 17
         .arg(&fx.root)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -610,6 +610,10 @@ fn in_place_refuses_non_regular_files() {
         .unwrap()
         .file_type()
         .is_fifo());
+    // A folder walk passes over the FIFO and processes the transcript beside it (a folder
+    // holding no transcript at all is an error since issue 17: nothing to do is not success).
+    let beside = dir.path().join("beside.jsonl");
+    std::fs::write(&beside, "{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n").unwrap();
     let o = run_timed(
         cmd(
             &["run", "-p", p.to_str().unwrap(), "--in-place", "--force"],
@@ -618,7 +622,12 @@ fn in_place_refuses_non_regular_files() {
         None,
         30,
     );
-    assert_eq!(code(&o), 0, "a walk passes over the FIFO");
+    assert_eq!(
+        code(&o),
+        0,
+        "a walk passes over the FIFO: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Unreadable files and folders: an error naming the file (exit 2), the others processed. Root
@@ -680,7 +689,7 @@ fn unreadable_files_are_errors_not_panics() {
         c.output().unwrap()
     };
     let good_before = std::fs::read(&good).unwrap();
-    let o = run_cmd(&["--in-place", "--force", proj.to_str().unwrap()]);
+    let o = run_cmd(&["--in-place", "--force", "--yes", proj.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 2, "{err}");
     assert!(

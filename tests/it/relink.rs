@@ -26,6 +26,19 @@ fn relink(data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `tool_use` blocks of `data` that no `tool_result` answers (at the tip of a chain they are
+/// no defect for `validate`, but a full relink answers them).
+fn unanswered_calls(data: &[u8]) -> usize {
+    let recs = cchist::io::framing::lines(data, 1)
+        .map(cchist::transcript::record::Record::from_line)
+        .collect();
+    let s = cchist::transcript::session::Session::new(recs);
+    s.tool_uses
+        .keys()
+        .filter(|id| !s.tool_results.contains_key(*id))
+        .count()
+}
+
 fn rules(data: &[u8]) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for f in validate(data) {
@@ -54,12 +67,15 @@ fn relink_leaves_clean_sessions_byte_identical_and_repairs_the_rest() {
         let before = validate(&data);
         let out = relink(&data);
         let name = f.file_name().unwrap().to_string_lossy();
-        if before.is_empty() {
+        // Since issue 17, a call left unanswered at the tip (interrupted) is no `validate`
+        // finding, as Claude Code handles it; a full relink still answers it.
+        if before.is_empty() && unanswered_calls(&data) == 0 {
             assert!(out == data, "{name}: clean file changed by relink");
         } else {
             repaired += 1;
             let after = validate(&out);
             assert!(after.is_empty(), "{name}: still {after:?}");
+            assert_eq!(unanswered_calls(&out), 0, "{name}: a call left unanswered");
         }
         assert!(relink(&out) == out, "{name}: relink is not idempotent");
     }

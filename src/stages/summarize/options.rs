@@ -77,56 +77,15 @@ pub struct SummarizeRange {
     pub(super) fit_reserve: Option<u64>,
 }
 
-/// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive) as turn numbers.
+/// Parse turn numbers in the one grammar of [`crate::transcript::turns::parse_range`]
+/// (`3`, `3-7`, `3..7`, `3..`, `..7`, a list that joins up).
 pub fn parse_turns(spec: &str) -> std::result::Result<(usize, Option<usize>), OptionError> {
-    parse_range("turns", "turn", spec)
+    crate::transcript::turns::parse_range(spec, "turn").map_err(|e| OptionError::key("turns", e.0))
 }
 
-/// Parse `A..B`, `A..=B`, `A..`, `..B` or `N` (1-based, inclusive) as step numbers.
+/// Parse step numbers in the same grammar as [`parse_turns`].
 pub fn parse_steps(spec: &str) -> std::result::Result<(usize, Option<usize>), OptionError> {
-    parse_range("steps", "step", spec)
-}
-
-fn parse_range(
-    key: &str,
-    what: &str,
-    spec: &str,
-) -> std::result::Result<(usize, Option<usize>), OptionError> {
-    let bad = || {
-        OptionError::key(
-            key,
-            format!("`{spec}` is not a {what} range; write A..B (inclusive), A.., ..B or N"),
-        )
-    };
-    let num = |s: &str| -> std::result::Result<usize, OptionError> {
-        let n: usize = s.trim().parse().map_err(|_| bad())?;
-        if n == 0 {
-            return Err(OptionError::key(
-                key,
-                format!("{what}s are numbered from 1"),
-            ));
-        }
-        Ok(n)
-    };
-    let spec_t = spec.trim();
-    let Some((a, b)) = spec_t.split_once("..") else {
-        let n = num(spec_t)?;
-        return Ok((n, Some(n)));
-    };
-    let b = b.strip_prefix('=').unwrap_or(b);
-    let from = if a.trim().is_empty() { 1 } else { num(a)? };
-    let to = if b.trim().is_empty() {
-        None
-    } else {
-        Some(num(b)?)
-    };
-    if to.is_some_and(|t| t < from) {
-        return Err(OptionError::key(
-            key,
-            format!("`{spec}` ends before it starts"),
-        ));
-    }
-    Ok((from, to))
+    crate::transcript::turns::parse_range(spec, "step").map_err(|e| OptionError::key("steps", e.0))
 }
 
 impl SummarizeRange {

@@ -356,6 +356,8 @@ fn options_are_checked() {
     assert!(parse_turns("4..2").is_err());
     assert!(parse_turns("0..2").is_err());
     assert!(parse_turns("x").is_err());
+    assert_eq!(parse_turns("3-7"), Ok((3, Some(7))));
+    assert_eq!(parse_steps("2,3-4"), Ok((2, Some(4))));
     assert!(SummarizeRange::new(SummarizeOptions::default()).is_err());
     assert!(SummarizeRange::new(SummarizeOptions {
         turns: Some("1".into()),

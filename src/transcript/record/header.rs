@@ -85,7 +85,7 @@ impl Header {
     ///
     /// ```
     /// let h = cchist::transcript::record::Header::parse(br#"{"type":"user","uuid":"u1","parentUuid":null}"#).unwrap();
-    /// assert_eq!(h.kind, Kind::User);
+    /// assert_eq!(h.kind, cchist::transcript::record::Kind::User);
     /// assert_eq!(h.uuid.as_deref(), Some("u1"));
     /// assert_eq!(h.parent_uuid, None);
     /// ```
