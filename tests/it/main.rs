@@ -12,6 +12,7 @@ mod check_policy;
 mod data_safety;
 mod drop_tool_noise;
 mod fork_companions;
+mod gitleaks_examples;
 mod hook;
 mod identity;
 mod redact;

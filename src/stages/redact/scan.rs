@@ -864,6 +864,7 @@ fn curl_user(a: &mut After<'_>) -> bool {
         match a.next() {
             Ch::Unknown => return true,
             Ch::End | Ch::C(b'|' | b';' | b'&') => break,
+            Ch::C(b'\n') if !matches!(buf.last(), Some(b'\\' | b'\r')) => break,
             Ch::C(x) => buf.push(x),
         }
     }
@@ -904,6 +905,7 @@ fn assign(a: &mut After<'_>, n: usize, val: Val, field: bool, word: bool) -> boo
     };
     let mut blanks = 0;
     let mut quotes = 0;
+    let mut typed = false;
     loop {
         match c {
             Ch::Unknown => return true,
@@ -921,13 +923,29 @@ fn assign(a: &mut After<'_>, n: usize, val: Val, field: bool, word: bool) -> boo
                 return false
             }
             Ch::C(b',') if quotes > 0 => return value(a, val),
-            Ch::C(b'=' | b':' | b'?' | b'|') => return value(a, val),
+            Ch::C(b'=' | b':' | b'?' | b'|' | b'.') => return value(a, val),
+            // A type between name and operator: `var apiToken string = …`.
+            Ch::C(x @ (b'&' | b's' | b'S')) if blanks > 0 && quotes == 0 && !typed => {
+                let mut w = vec![x.to_ascii_lowercase()];
+                c = loop {
+                    match a.next() {
+                        Ch::C(y) if y.is_ascii_alphabetic() && w.len() < 7 => {
+                            w.push(y.to_ascii_lowercase())
+                        }
+                        other => break other,
+                    }
+                };
+                if !matches!(w.as_slice(), b"str" | b"string" | b"&str" | b"&string") {
+                    return false;
+                }
+                typed = true;
+            }
             Ch::C(_) => return false,
         }
     }
 }
 
-/// After an assignment operator: the rest of the operator (`=>`, `:=`, `??=`, `||=`), up to 5
+/// After an assignment operator: the rest of the operator (`=>`, `:=`, `::=`, `??=`, `||=`, `.=`), up to 5
 /// blanks or quotes, then the value.
 fn value(a: &mut After<'_>, val: Val) -> bool {
     let Val::Of(class, min) = val else {
@@ -940,7 +958,7 @@ fn value(a: &mut After<'_>, val: Val) -> bool {
     }
     let mut c = a.next();
     let mut k = 0;
-    while k < 2 && matches!(c, Ch::C(b'=' | b'>' | b'?' | b'|')) {
+    while k < 3 && matches!(c, Ch::C(b'=' | b'>' | b'?' | b'|' | b':')) {
         c = a.next();
         k += 1;
     }
