@@ -912,7 +912,7 @@ pub static RULES: &[Rule] = &[
         title: "Facebook access token",
         description: "A Facebook (Meta) page or user access token (`EAAM…`/`EAAC…` and 100+ alphanumerics), and an app access token (`<app id>|<app secret>`) near the word Facebook.",
         regex: r"(?:^|[^A-Za-z0-9])(?P<secret>EAA[MC][A-Za-z0-9]{100,2048})(?:[^A-Za-z0-9]|$)|(?i:facebook)(?s:.){0,100}?[^\w|](?P<secret2>\d{15,16}(?:\||%7[Cc])[\w-]{27,40})(?:[^\w-]|$)",
-        keywords: &[cs("EAA", Lit(&["M", "C"], Alnum, 100)), ci("facebook", Any)],
+        keywords: &[cs("EAAM", Tail(Alnum, 100)), cs("EAAC", Tail(Alnum, 100)), ci("facebook", Any)],
         before: 1,
         checks: &[Entropy(3.5)],
         ..BASE
@@ -960,16 +960,6 @@ pub static RULES: &[Rule] = &[
         description: "A 42 school Intra API client secret (`s-s4t2ud-`/`s-s4t2af-` and 64 hex digits).",
         regex: r"\bs-s4t2(?:ud|af)-[a-fA-F0-9]{64}\b",
         keywords: &[cs("s-s4t2", Tail(WordDash, 67))],
-        checks: &[Entropy(3.0)],
-        ..BASE
-    },
-    Rule {
-        id: "mailchimp-api-key",
-        title: "Mailchimp API key",
-        description: "A Mailchimp Marketing API key: 32 hex digits, `-us` and the data center number.",
-        regex: r"\b[0-9a-f]{32}-us\d{1,2}\b",
-        keywords: &[cs("-us", Tail(Upper, 1))],
-        before: 32,
         checks: &[Entropy(3.0)],
         ..BASE
     },

@@ -918,13 +918,6 @@ fn cases() -> Vec<Case> {
         t.clone(),
         format!("secret {}", &t[..40]),
     );
-    let t = format!("{}-us{}", g.s(32, HEX), 18);
-    add(
-        "mailchimp-api-key",
-        format!("apiKey: {t}"),
-        t.clone(),
-        format!("docs/{}-us/page", g.s(32, HEX)),
-    );
     let t = k(&["sqp_", &g.s(40, HEX)]);
     add(
         "sonarqube-token",
