@@ -1058,9 +1058,9 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "http-auth-header",
         title: "HTTP authorization header",
-        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`; after curl's `-H` any header naming a key, token or secret: `-H \"apikey: …\"`, `-H \"Token: …\"`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
-        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]+)?(?P<secret>[\w.~+/=:-]{8,4096})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,1024})|(?:^|\s)(?:-H|--header)[ \t]+['"]?[\w-]{0,40}?(?:key|token|secret)[\w-]{0,20}[ \t]{0,2}:[ \t]{0,3}(?P<secret3>[\w.~+/=-]{8,1024}))"#,
-        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY)), ci("key", Assign(20, ANY)), ci("token", Assign(20, ANY)), ci("secret", Assign(20, ANY))],
+        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`; after curl's `-H` any header named `…apikey…`, `…-key…`, `…-token…` or `…-secret…`: `-H \"apikey: …\"`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
+        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]+)?(?P<secret>[\w.~+/=:-]{8,4096})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,1024})|(?:^|\s)(?:-H|--header)[ \t]+['"]?[\w-]{0,40}?(?:-key|-token|-secret|apikey)[\w-]{0,20}[ \t]{0,2}:[ \t]{0,3}(?P<secret3>[\w.~+/=-]{8,1024}))"#,
+        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY)), ci("apikey", Assign(20, ANY))],
         before: 60,
         checks: &[TokenLike],
         field: true,
