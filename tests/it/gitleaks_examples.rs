@@ -24,11 +24,20 @@ use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use serde_json::{json, Value};
 
+/// `$CCHIST_GITLEAKS_EXAMPLES`, else `tests/data/gitleaks/examples.json`, else
+/// `../shared/gitleaks/examples.json` (where the project's shared data sits beside a clone).
 fn fixture() -> Option<Value> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let path = std::env::var_os("CCHIST_GITLEAKS_EXAMPLES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/gitleaks/examples.json")
+            let local = root.join("tests/data/gitleaks/examples.json");
+            let shared = root.join("../shared/gitleaks/examples.json");
+            if !local.exists() && shared.exists() {
+                shared
+            } else {
+                local
+            }
         });
     match std::fs::read(&path) {
         Ok(b) => Some(serde_json::from_slice(&b).expect("examples.json is valid JSON")),
