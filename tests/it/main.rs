@@ -14,6 +14,7 @@ mod data_safety;
 mod diff;
 mod drop_tool_noise;
 mod fork_companions;
+mod gitleaks_examples;
 mod hook;
 mod identity;
 mod redact;

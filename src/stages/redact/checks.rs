@@ -43,6 +43,12 @@ pub enum Check {
     /// Upper-case, lower-case letters and digits (or `/`, `+`) all appear: a base64 key,
     /// not a hex hash.
     Mixed,
+    /// The secret is none of these published example values (keys printed in a vendor's
+    /// public SDK sources or documentation).
+    NotOneOf(&'static [&'static str]),
+    /// The secret differs from the `name` group (a password equal to the user name is a
+    /// product's default login, `neo4j:neo4j`).
+    NotName,
 }
 
 /// Where a candidate sits, for the checks that look beyond the secret itself.
@@ -126,6 +132,8 @@ impl Check {
             Check::TokenLike => token_like(secret),
             Check::ProseValue => prose_value(secret, name.is_some_and(password_name)),
             Check::DiscordToken => discord(secret),
+            Check::NotName => name != Some(secret),
+            Check::NotOneOf(list) => !list.iter().any(|x| x.as_bytes() == secret),
             Check::Mixed => {
                 secret.iter().any(u8::is_ascii_lowercase)
                     && secret.iter().any(u8::is_ascii_uppercase)
@@ -163,7 +171,7 @@ pub fn placeholder(s: &[u8]) -> bool {
     if s.is_empty() {
         return true;
     }
-    if s.iter().all(|&c| c == s[0]) {
+    if s.iter().all(|&c| c == s[0]) || filler(s) || ascending(s) {
         return true;
     }
     if matches!(s[0], b'$' | b'<' | b'%' | b'{') {
@@ -222,6 +230,7 @@ pub fn placeholder(s: &[u8]) -> bool {
             | b"token"
             | b"apikey"
             | b"api_key"
+            | b"pass"
             | b"null"
             | b"none"
             | b"nil"
@@ -237,6 +246,31 @@ pub fn placeholder(s: &[u8]) -> bool {
             | b"sample"
             | b"value"
     )
+}
+
+/// Mostly one repeated character (`glc_1111111111…1=`): a run of 8 or more copies making
+/// up half the value. (Real base64 tokens may hold shorter runs: `AAAAAAAA` for zero bytes.)
+fn filler(s: &[u8]) -> bool {
+    let (mut run, mut best) = (1, 1);
+    for w in s.windows(2) {
+        run = if w[0] == w[1] { run + 1 } else { 1 };
+        best = best.max(run);
+    }
+    best >= 8 && best * 2 >= s.len()
+}
+
+/// A short keyboard-order sequence (`abcdef123`, `AbCeFG123`, `123456789`): 6 to 16
+/// characters, three quarters of neighbouring pairs (case folded) consecutive.
+fn ascending(s: &[u8]) -> bool {
+    if !(6..=16).contains(&s.len()) {
+        return false;
+    }
+    let f: Vec<u8> = s.iter().map(u8::to_ascii_lowercase).collect();
+    let up = f
+        .windows(2)
+        .filter(|w| w[1] == w[0].wrapping_add(1))
+        .count();
+    up * 4 >= (f.len() - 1) * 3
 }
 
 /// A reference to a secret rather than the secret: `$X`, `${X}`, `process.env.X`,
@@ -581,6 +615,10 @@ const KEY_QUALIFIERS: &[&str] = &[
     "deploy",
 ];
 const NOT_SECRET_WORDS: &[&str] = &[
+    // Anti-forgery nonces, public in every page; a JWT library's package name.
+    "csrf",
+    "xsrf",
+    "jsonwebtoken",
     "id",
     "ids",
     "name",

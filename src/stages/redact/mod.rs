@@ -41,6 +41,7 @@
 //! holds a secret.
 
 pub mod checks;
+mod confirm;
 pub mod json;
 mod redactor;
 pub mod rules;

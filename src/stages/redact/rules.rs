@@ -345,7 +345,7 @@ pub static RULES: &[Rule] = &[
         id: "anthropic-api-key",
         title: "Anthropic API key",
         description: "An Anthropic API key: `sk-ant-api03-` and about 95 characters.",
-        regex: r"sk-ant-api\d\d-[\w-]{32,300}",
+        regex: r"sk-ant-api\d\d-[\w-]{32,1000}",
         keywords: &[cs("sk-ant-", Tail(WordDash, 38))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -354,7 +354,7 @@ pub static RULES: &[Rule] = &[
         id: "anthropic-admin-key",
         title: "Anthropic Admin API key",
         description: "An Anthropic Admin API key (`sk-ant-admin01-…`), which manages an organization.",
-        regex: r"sk-ant-admin\d\d-[\w-]{32,300}",
+        regex: r"sk-ant-admin\d\d-[\w-]{32,1000}",
         keywords: &[cs("sk-ant-", Tail(WordDash, 38))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -462,8 +462,8 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "slack-bot-token",
         title: "Slack bot token",
-        description: "A Slack bot token (`xoxb-…`).",
-        regex: r"xoxb-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9-]*",
+        description: "A Slack bot token (`xoxb-…`), current (`xoxb-<team>-<bot>-<secret>`) and legacy (`xoxb-<id>-<secret>`).",
+        regex: r"xoxb-[0-9]{8,14}-[A-Za-z0-9-]{18,255}",
         keywords: &[cs("xox", Lit(&["a-", "b-", "e-", "e.", "o-", "p-", "r-", "s-"], Token, 8))],
         checks: &[Entropy(3.0)],
         ..BASE
@@ -490,9 +490,10 @@ pub static RULES: &[Rule] = &[
         id: "slack-legacy-token",
         title: "Slack legacy token",
         description: "A legacy Slack workspace, OAuth or refresh token (`xoxa-`, `xoxo-`, `xoxs-`, `xoxr-`).",
-        regex: r"xox[aors]-(?:\d-)?[0-9A-Za-z-]{8,48}",
+        regex: r"(?:^|[^A-Za-z0-9-])(?P<secret>xox[aors]-(?:\d-)?[0-9A-Za-z-]{8,255})",
         keywords: &[cs("xox", Lit(&["a-", "b-", "e-", "e.", "o-", "p-", "r-", "s-"], Token, 8))],
-        checks: &[Entropy(3.0)],
+        before: 1,
+        checks: &[Entropy(3.0), Digit],
         ..BASE
     },
     Rule {
@@ -508,16 +509,16 @@ pub static RULES: &[Rule] = &[
         id: "slack-webhook-url",
         title: "Slack incoming webhook URL",
         description: "The secret path of a Slack incoming webhook or workflow trigger (`https://hooks.slack.com/services/T…/B…/…`); anyone holding it can post to the channel.",
-        regex: r"(?i)hooks\.slack\.com/(?P<secret>(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})",
+        regex: r"(?i)hooks\.slack\.com/(?P<secret>(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,200})",
         keywords: &[ci("hooks.slack.com", Any)],
         ..BASE
     },
     Rule {
         id: "stripe-secret-key",
         title: "Stripe secret or restricted key",
-        description: "A Stripe secret (`sk_live_`, `sk_test_`) or restricted (`rk_…`) API key.",
-        regex: r"[rs]k_(?:test|live)_[A-Za-z0-9]{10,247}\b",
-        keywords: &[cs("k_live_", Tail(Alnum, 10)), cs("k_test_", Tail(Alnum, 10))],
+        description: "A Stripe secret (`sk_live_`, `sk_test_`, `sk_prod_`) or restricted (`rk_…`) API key.",
+        regex: r"[rs]k_(?:test|live|prod)_[A-Za-z0-9]{10,247}\b",
+        keywords: &[cs("k_live_", Tail(Alnum, 10)), cs("k_test_", Tail(Alnum, 10)), cs("k_prod_", Tail(Alnum, 10))],
         before: 1,
         checks: &[Entropy(3.0)],
         ..BASE
@@ -534,10 +535,11 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "google-api-key",
         title: "Google API key",
-        description: "A Google (GCP, Firebase, Gemini, Maps) API key: `AIza` and 35 characters.",
-        regex: r"(?P<secret>AIza[\w-]{35})(?:[^\w-]|$)",
+        description: "A Google (GCP, Firebase, Gemini, Maps) API key: `AIza` and 35 characters, not inside a longer base64 run. The example keys published in Firebase's public SDK sources are left alone.",
+        regex: r"(?:^|[^A-Za-z0-9+/]|\\[nrt]|%[0-9A-Fa-f]{2})(?P<secret>AIza[\w-]{35})(?:[^\w-]|$)",
         keywords: &[cs("AIza", Tail(WordDash, 35))],
-        checks: &[Entropy(3.5)],
+        before: 3,
+        checks: &[Entropy(3.5), NotOneOf(FIREBASE_SDK_EXAMPLE_KEYS)],
         ..BASE
     },
     Rule {
@@ -631,14 +633,11 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "azure-ad-client-secret",
         title: "Azure AD client secret",
-        description: "A Microsoft Entra ID (Azure AD) application client secret (`…Q~…`, 40 characters). Off by default (its two-byte literal slows the prefilter); turn it on with `rules = { enable = [\"azure-ad-client-secret\"] }`.",
+        description: "A Microsoft Entra ID (Azure AD) application client secret (`…Q~…`, 40 characters).",
         regex: r#"(?:^|[\\'"`\s>=:(,)])(?P<secret>[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34})(?:$|[\\'"`\s<),])"#,
         keywords: &[cs("Q~", Tail(Token, 31))],
         before: 5,
         checks: &[Entropy(3.5)],
-        // Its only literal is two bytes long: a pass of its own over every line. Off unless
-        // enabled.
-        default_on: false,
         ..BASE
     },
     Rule {
@@ -743,9 +742,9 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "vault-token",
         title: "HashiCorp Vault token",
-        description: "A HashiCorp Vault service token (`hvs.…`).",
-        regex: r"hvs\.[\w-]{90,400}",
-        keywords: &[cs("hvs.", Tail(WordDash, 90))],
+        description: "A HashiCorp Vault service (`hvs.…`) or batch (`hvb.…`) token.",
+        regex: r"hv[sb]\.[\w-]{90,400}",
+        keywords: &[cs("hvs.", Tail(WordDash, 90)), cs("hvb.", Tail(WordDash, 90))],
         checks: &[Entropy(3.5)],
         ..BASE
     },
@@ -799,11 +798,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "notion-token",
         title: "Notion integration token",
-        description: "A Notion integration token (`ntn_…`). Off by default (enable it to use it).",
+        description: "A Notion integration token (`ntn_…`).",
         regex: r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b",
         keywords: &[cs("ntn_", Tail(Alnum, 46))],
         checks: &[Entropy(3.5)],
-        default_on: false,
         ..BASE
     },
     Rule {
@@ -838,21 +836,19 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "sentry-token",
         title: "Sentry auth token",
-        description: "A Sentry user (`sntryu_`) or organization (`sntrys_`) auth token. Off by default (enable it to use it).",
+        description: "A Sentry user (`sntryu_`) or organization (`sntrys_`) auth token.",
         regex: r"sntry[us]_[\w=+/]{40,400}",
         keywords: &[cs("sntry", Tail(Token, 42))],
         checks: &[Entropy(3.5)],
-        default_on: false,
         ..BASE
     },
     Rule {
         id: "grafana-token",
         title: "Grafana token",
-        description: "A Grafana service account token (`glsa_`) or Grafana Cloud token (`glc_`). Off by default (enable it to use it).",
+        description: "A Grafana service account token (`glsa_`) or Grafana Cloud token (`glc_`).",
         regex: r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,2})",
         keywords: &[cs("glsa_", Tail(Word, 41)), cs("glc_", Tail(B64, 32))],
         checks: &[Entropy(3.0)],
-        default_on: false,
         ..BASE
     },
     Rule {
@@ -868,11 +864,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "square-token",
         title: "Square token",
-        description: "A Square access token or application secret (`sq0atp-…`, `sq0csp-…`). Off by default (enable it to use it).",
+        description: "A Square access token or application secret (`sq0atp-…`, `sq0csp-…`).",
         regex: r"sq0(?:atp|csp)-[\w-]{22,60}",
         keywords: &[cs("sq0", Lit(&["atp-", "csp-"], WordDash, 22))],
         checks: &[Entropy(3.0)],
-        default_on: false,
         ..BASE
     },
     Rule {
@@ -882,6 +877,108 @@ pub static RULES: &[Rule] = &[
         regex: assign_rule!(r"(?i:cloudflare)", r"(?P<secret>[\w-]{37,40})(?:[^\w-]|$)"),
         keywords: &[ci("cloudflare", Assign(40, Of(WordDash, 37)))],
         checks: &[Entropy(3.5), SecretName],
+        ..BASE
+    },
+    Rule {
+        id: "1password-service-account-token",
+        title: "1Password service account token",
+        description: "A 1Password service account token (`ops_eyJ…`, a base64 JSON document of 250+ characters), as set in `OP_SERVICE_ACCOUNT_TOKEN`.",
+        regex: r"ops_eyJ[A-Za-z0-9+/]{250,16384}={0,3}",
+        keywords: &[cs("ops_eyJ", Tail(B64, 250))],
+        checks: &[Entropy(4.0)],
+        ..BASE
+    },
+    Rule {
+        id: "1password-secret-key",
+        title: "1Password secret key",
+        description: "A 1Password account secret key (`A3-XXXXXX-XXXXXX-XXXXX-XXXXX-XXXXX-XXXXX`, upper-case letters and digits; the second and third groups may be joined).",
+        regex: r"\bA3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b",
+        keywords: &[cs("A3-", Tail(Upper, 6))],
+        checks: &[Entropy(3.8)],
+        ..BASE
+    },
+    Rule {
+        id: "aws-bedrock-api-key",
+        title: "Amazon Bedrock API key",
+        description: "An Amazon Bedrock API key: long-lived (`ABSK` and 109–269 base64 characters) or short-lived (`bedrock-api-key-` and a base64 presigned URL).",
+        regex: r"(?:^|[^A-Za-z0-9+/])(?P<secret>ABSK[A-Za-z0-9+/]{109,269}={0,2})(?:[^A-Za-z0-9+/=]|$)|(?P<secret2>bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%&_.-]{0,8192})",
+        keywords: &[cs("ABSK", Tail(B64, 109)), cs("bedrock-api-key-", Tail(B64, 28))],
+        before: 1,
+        checks: &[Entropy(3.0)],
+        ..BASE
+    },
+    Rule {
+        id: "facebook-access-token",
+        title: "Facebook access token",
+        description: "A Facebook (Meta) page or user access token (`EAAM…`/`EAAC…` and 100+ alphanumerics), and an app access token (`<app id>|<app secret>`) near the word Facebook.",
+        regex: r"(?:^|[^A-Za-z0-9])(?P<secret>EAA[MC][A-Za-z0-9]{100,2048})(?:[^A-Za-z0-9]|$)|(?i:facebook)(?s:.){0,100}?[^\w|](?P<secret2>\d{15,16}(?:\||%7[Cc])[\w-]{27,40})(?:[^\w-]|$)",
+        keywords: &[cs("EAAM", Tail(Alnum, 100)), cs("EAAC", Tail(Alnum, 100)), ci("facebook", Any)],
+        before: 1,
+        checks: &[Entropy(3.5)],
+        ..BASE
+    },
+    Rule {
+        id: "flyio-access-token",
+        title: "Fly.io access token",
+        description: "A Fly.io API or deploy token: macaroons `fm1a_`/`fm1r_`/`fm2_` (with their `FlyV1 ` scheme and comma-joined third-party caveats) and `fo1_` OAuth tokens.",
+        regex: r"(?:^|[^\w+/])(?P<secret>(?:FlyV1[ \t]{1,4})?(?:fm1[ar]|fm2)_[A-Za-z0-9+/]{100,16384}={0,3}(?:,(?:fm1[ar]|fm2)_[A-Za-z0-9+/]{20,16384}={0,3})*|fo1_[\w-]{43})",
+        keywords: &[cs("fm1", Lit(&["a_", "r_"], B64, 100)), cs("fm2_", Tail(B64, 100)), cs("fo1_", Tail(WordDash, 43))],
+        before: 10,
+        checks: &[Entropy(4.0)],
+        ..BASE
+    },
+    Rule {
+        id: "sourcegraph-access-token",
+        title: "Sourcegraph access token",
+        description: "A Sourcegraph access token (`sgp_` with an optional instance id or `local_`, then 40 hex digits), or 40 hex digits assigned to a Sourcegraph-named variable.",
+        regex: r#"\b(?P<secret>sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40})\b|(?i:sourcegraph)[\w.-]{0,40}[\s'"]{0,3}(?:=|:=|=>|:)[\s'"]{0,5}(?P<secret2>[a-fA-F0-9]{40})\b"#,
+        keywords: &[cs("sgp_", Tail(Word, 40)), ci("sourcegraph", Assign(40, Of(Hex, 40)))],
+        checks: &[Entropy(3.0)],
+        ..BASE
+    },
+    Rule {
+        id: "sidekiq-secret",
+        title: "Sidekiq Pro/Enterprise credentials",
+        description: "The `user:password` of Sidekiq Pro/Enterprise's gem server (`BUNDLE_GEMS__CONTRIBSYS__COM`, `BUNDLE_ENTERPRISE__CONTRIBSYS__COM`, `https://x:y@gems.contribsys.com`).",
+        regex: r#"(?i)\bBUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM[\s'"]{0,3}(?:=|:=|:)[\s'"]{0,5}(?P<secret>[a-f0-9]{8}:[a-f0-9]{8})\b|(?i)https?://(?P<secret2>[a-f0-9]{8}:[a-f0-9]{8})@(?:gems|enterprise)\.contribsys\.com"#,
+        keywords: &[ci("contribsys", Any)],
+        before: 40,
+        ..BASE
+    },
+    Rule {
+        id: "sumologic-credentials",
+        title: "Sumo Logic access ID or key",
+        description: "A Sumo Logic access ID (`su` and 12 alphanumerics) or access key (64 alphanumerics) assigned to a Sumo-named variable.",
+        regex: r#"(?-i:[Ss]umo|SUMO)[\w.-]{0,40}[\s'"]{0,3}(?:=|:=|=>|:)[\s'"]{0,5}(?:(?P<secret>su[A-Za-z0-9]{12})|(?P<secret2>[A-Za-z0-9]{64}))\b"#,
+        keywords: &[ci("sumo", Assign(40, Of(Alnum, 14)))],
+        checks: &[Entropy(3.0), Digit],
+        ..BASE
+    },
+    Rule {
+        id: "intra42-client-secret",
+        title: "42 Intra client secret",
+        description: "A 42 school Intra API client secret (`s-s4t2ud-`/`s-s4t2af-` and 64 hex digits).",
+        regex: r"\bs-s4t2(?:ud|af)-[a-fA-F0-9]{64}\b",
+        keywords: &[cs("s-s4t2", Tail(WordDash, 67))],
+        checks: &[Entropy(3.0)],
+        ..BASE
+    },
+    Rule {
+        id: "sonarqube-token",
+        title: "SonarQube token",
+        description: "A SonarQube/SonarCloud token (`squ_`, `sqp_`, `sqa_` or none, and 40 characters) assigned to `SONAR_TOKEN`, `sonar.login` and kin.",
+        regex: r#"(?i)\bsonar[_.-]?(?:login|token)[\w.-]{0,20}[\s'"]{0,3}(?:=|:{1,3}=|\?=|=>|:)[\s'"]{0,5}(?P<secret>(?:squ_|sqp_|sqa_)?[a-z0-9=_-]{40})(?:[^\w=-]|$)"#,
+        keywords: &[ci("sonar", Assign(30, Of(WordDash, 40)))],
+        checks: &[Entropy(3.0)],
+        ..BASE
+    },
+    Rule {
+        id: "saas-api-key-uuid",
+        title: "Service API key (UUID format)",
+        description: "A UUID-shaped API key assigned to a variable named for a service that issues such keys: Snyk (`SNYK_TOKEN`), HubSpot, MessageBird (also its 25-character keys). A UUID elsewhere is an id and stays.",
+        regex: r#"(?i)(?:\bsnyk[_.-]?(?:(?:api|oauth)[_.-]?)?(?:key|token)|hubspot|message[_-]?bird)[\w.-]{0,40}[\s'"]{0,3}(?:=|:{1,3}=|\?=|=>|:)[\s'"]{0,5}(?:(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})|(?P<secret2>[a-z0-9]{25}))\b"#,
+        keywords: &[ci("snyk", Assign(40, Of(WordDash, 25))), ci("hubspot", Assign(40, Of(WordDash, 25))), ci("bird", Assign(40, Of(WordDash, 25)))],
+        before: 8,
         ..BASE
     },
     Rule {
@@ -933,10 +1030,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "curl-user-password",
         title: "curl user password",
-        description: "The password of `curl -u user:password` / `--user user:password`.",
-        regex: r#"\bcurl\s[^\n|;&]{0,400}?\s(?:-u|--user)(?:[ \t]+|=)['"]?[^:\s'"]{1,128}:(?P<secret>[^\s'"]{3,256})"#,
+        description: "The password of `curl -u user:password` / `--user user:password` (parts quoted or not, across `\\` line continuations), and a token given as the user with an empty password (`-u \"token:\"`). A password equal to the user name (`neo4j:neo4j`, a product's default) is left alone.",
+        regex: r#"\bcurl(?:\s(?:[^\n|;&]|\\\r?\n){0,400}?)?\s(?:-u|--user)(?:[ \t]+|=)['"]?(?:(?P<name>[^:\s'"<>]{0,128})['"]?:['"]?(?P<secret>[^\s'"<>]{3,256})|(?P<secret2>[^:\s'"]{8,256}):['"]?(?:\s|$))"#,
         keywords: &[cs("curl", CurlUser)],
-        checks: &[NotAllDigits],
+        checks: &[NotAllDigits, NotName],
         ..BASE
     },
     Rule {
@@ -961,9 +1058,9 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "http-auth-header",
         title: "HTTP authorization header",
-        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
-        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]+)?(?P<secret>[\w.~+/=:-]{8,4096})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,1024}))"#,
-        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY))],
+        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`; after curl's `-H` any header named `…apikey…`, `…-key…`, `…-token…` or `…-secret…`: `-H \"apikey: …\"`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
+        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]+)?(?P<secret>[\w.~+/=:-]{8,4096})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,1024})|(?:^|\s)(?:-H|--header)[ \t]+['"]?[\w-]{0,40}?(?:-key|-token|-secret|apikey)[\w-]{0,20}[ \t]{0,2}:[ \t]{0,3}(?P<secret3>[\w.~+/=-]{8,1024}))"#,
+        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY)), ci("apikey", Assign(20, ANY))],
         before: 60,
         checks: &[TokenLike],
         field: true,
@@ -1016,7 +1113,7 @@ pub static RULES: &[Rule] = &[
         id: "generic-high-entropy",
         title: "High-entropy secret assignment",
         description: "A value assigned to a secret-named variable, key or JSON member in any style (YAML, INI, TOML, JSON, `.env`, Python, JS, Ruby; also in Read output, grep output and diff lines): a quoted literal or a value ending its line counts by its name (passwords from 4 characters), a value inside code must look random (letters and digits, 12+ characters, entropy ≥ 3.5). Placeholders, references (`$VAR`, `os.environ[…]`, `ENV.fetch(…)`), calls, identifiers, numbers and type names are left alone.",
-        regex: r#"(?i)(?P<name>[\w.-]{0,40}?(?:(?:secret|passw(?:or)?d|passphrase|api[_.-]?key|access[_.-]?key|auth[_.-]?key|private[_.-]?key|credentials?|bearer)[\w.-]{0,30}|token(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?))(?:[\s'"\]\\]{0,4}(?:=|:=|=>|:|\?\?=|\|\|=)|['"][ \t]{0,2},)(?:[ \t]{0,3}(?:"(?P<secret>[^"\\\n\r]{4,512})"|'(?P<secret2>[^'\\\n\r]{4,512})'|`(?P<secret3>[^`\\\n\r]{4,512})`|\\"(?P<secret4>[^"\\\n\r]{4,512})\\")|[\s'"`\\]{0,6}(?P<secret5>[A-Za-z0-9+/=_.~!@#%^*-][A-Za-z0-9+/=_.~!@#%^*$?-]{3,511}))"#,
+        regex: r#"(?i)(?P<name>[\w.-]{0,40}?(?:(?:secret|passw(?:or)?d|passphrase|api[_.-]?key|access[_.-]?key|auth[_.-]?key|private[_.-]?key|credentials?|bearer)[\w.-]{0,30}|token(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?))(?:[ \t]{1,2}&?str(?:ing)?)?(?:[\s'"\]\\]{0,4}(?:=|:{1,3}=|=>|:|\?\??=|\|\|=|\.=)|['"][ \t]{0,2},)(?:[ \t]{0,3}(?:"(?P<secret>[^"\\\n\r]{4,512})"|'(?P<secret2>[^'\\\n\r]{4,512})'|`(?P<secret3>[^`\\\n\r]{4,512})`|\\"(?P<secret4>[^"\\\n\r]{4,512})\\")|[ \t'"`\\]{0,6}(?P<secret5>[A-Za-z0-9+/=_.~!@#%^*-][A-Za-z0-9+/=_.~!@#%^*$?-]{3,511}))"#,
         keywords: &[
             ci("secret", Assign(30, GEN)),
             ci("passw", Assign(33, GEN)),
@@ -1055,6 +1152,27 @@ pub static RULES: &[Rule] = &[
         checks: &[ProseValue],
         ..BASE
     },
+];
+
+/// Google API keys printed in Firebase's public Android SDK sources (examples and test
+/// fixtures): published, so not secrets, like AWS's `…EXAMPLE` keys.
+const FIREBASE_SDK_EXAMPLE_KEYS: &[&str] = &[
+    "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+    "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+    "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+    "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+    "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+    "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+    "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+    "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+    "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+    "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+    "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+    "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+    "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+    "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+    "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+    "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
 ];
 
 /// Look up a built-in rule by id.

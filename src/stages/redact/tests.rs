@@ -767,6 +767,178 @@ fn cases() -> Vec<Case> {
         "Tulip4471!harbor".into(),
         "the password is stored in config.yaml".into(),
     );
+
+    // Widened forms (issue #14, breadth): legacy Slack bot tokens, whole long tokens, curl
+    // across line continuations, header maps after -H, Makefile/PHP/typed assignments.
+    let t = format!("xoxb-{}-{}", g.s(12, "0123456789"), g.s(24, ALNUM));
+    add(
+        "slack-bot-token",
+        format!("\"bot_token\": \"{t}\""),
+        t.clone(),
+        format!("xoxb-{}", g.s(12, "0123456789")),
+    );
+    let t = format!(
+        "xoxs-{}-{}-{}-{}",
+        g.s(10, "0123456789"),
+        g.s(11, "0123456789"),
+        g.s(12, "0123456789"),
+        g.s(64, HEX)
+    );
+    add(
+        "slack-legacy-token",
+        format!("\"access_token\": \"{t}\""),
+        t.clone(),
+        "2018-250-xoxo-indieweb-1.jpg".into(),
+    );
+    let pw = g.s(16, ALNUM);
+    add(
+        "curl-user-password",
+        format!("curl -k -X POST https://h/x \\\n  -d 'world' \\\n  -u developer:{pw}"),
+        pw.clone(),
+        format!("curl -k https://h/x\necho -u developer:{pw}"),
+    );
+    let t = g.s(24, ALNUM) + "7";
+    add(
+        "curl-user-password",
+        format!("curl --user 'api:{t}' https://api.example.net/v2"),
+        t.clone(),
+        "curl --user api:api https://api.example.net/v2".into(),
+    );
+    let t = format!(
+        "{}-{}-4{}-a{}-{}",
+        g.s(8, HEX),
+        g.s(4, HEX),
+        g.s(3, HEX),
+        g.s(3, HEX),
+        g.s(12, HEX)
+    );
+    add(
+        "http-auth-header",
+        format!("curl -X GET \\\n  -H \"apikey: {t}\" \\\n  -H \"Accept: application/json\""),
+        t.clone(),
+        "curl -X GET -H \"apikey: $API_KEY\" -H \"Accept: $FORMAT\"".into(),
+    );
+    let t = g.s(30, ALNUM) + "9";
+    add(
+        "generic-high-entropy",
+        format!("var genericToken string = \"{t}\""),
+        t.clone(),
+        "var genericToken string = os.Getenv(\"TOKEN\")".into(),
+    );
+    add(
+        "generic-high-entropy",
+        format!("$genericToken .= \"{t}\""),
+        t.clone(),
+        "$genericToken .= $suffix;".into(),
+    );
+    add(
+        "generic-high-entropy",
+        format!("generic_TOKEN :::= \"{t}\""),
+        t.clone(),
+        "generic_TOKEN :::= $(shell cat token.txt)".into(),
+    );
+
+    // Vendor formats (issue #14, breadth).
+    let t = k(&["ops_", "eyJ", &g.s(300, B64)]);
+    add(
+        "1password-service-account-token",
+        format!("export OP_SERVICE_ACCOUNT_TOKEN={t}"),
+        t.clone(),
+        format!("export OP_SERVICE_ACCOUNT_TOKEN={}...", &t[..40]),
+    );
+    let up = "ABCDEFGHJKLMNPQRSTVWXYZ23456789";
+    let t = format!(
+        "A3-{}-{}-{}-{}-{}-{}",
+        g.s(6, up),
+        g.s(6, up),
+        g.s(5, up),
+        g.s(5, up),
+        g.s(5, up),
+        g.s(5, up)
+    );
+    add(
+        "1password-secret-key",
+        format!("secret key: {t}"),
+        t.clone(),
+        "A3-XXXXXX-XXXXXX-XXXXX-XXXXX-XXXXX-XXXXX".into(),
+    );
+    let t = k(&["ABSK", &g.s(130, B64)]);
+    add(
+        "aws-bedrock-api-key",
+        format!("AWS_BEARER_TOKEN_BEDROCK={t}"),
+        t.clone(),
+        format!("k {}", &t[..60]),
+    );
+    let t = k(&["EAAM", &g.s(150, ALNUM)]);
+    add(
+        "facebook-access-token",
+        format!("page token {t}"),
+        t.clone(),
+        format!("checksum: eaac{}", g.s(120, HEX)),
+    );
+    let t = format!("{}|{}", g.s(16, "0123456789"), g.s(27, B64URL));
+    add(
+        "facebook-access-token",
+        format!("facebook app token {t}"),
+        t.clone(),
+        format!("graph token {t}"),
+    );
+    let t = k(&["FlyV1 ", "fm2_", &g.s(160, B64), ",fm2_", &g.s(60, B64)]);
+    add(
+        "flyio-access-token",
+        format!("FLY_API_TOKEN: {t}"),
+        t.clone(),
+        format!("fm2_{}", "x".repeat(120)),
+    );
+    let t = k(&["sgp_", "local_", &g.s(40, HEX)]);
+    add(
+        "sourcegraph-access-token",
+        format!("SRC_ACCESS_TOKEN={t}"),
+        t.clone(),
+        format!("sgp_local_{}", &t[10..30]),
+    );
+    let t = format!("{}:{}", g.s(8, HEX), g.s(8, HEX));
+    add(
+        "sidekiq-secret",
+        format!("export BUNDLE_GEMS__CONTRIBSYS__COM={t}"),
+        t.clone(),
+        "export BUNDLE_GEMS__CONTRIBSYS__COM=$SIDEKIQ_CREDS".into(),
+    );
+    let t = k(&["su", &g.s(12, ALNUM)]);
+    add(
+        "sumologic-credentials",
+        format!("SUMO_ACCESS_ID = \"{t}\""),
+        t.clone(),
+        format!("sumOfExposures = {};", g.s(64, ALNUM)),
+    );
+    let t = k(&["s-s4t2", "ud-", &g.s(64, HEX)]);
+    add(
+        "intra42-client-secret",
+        format!("secret {t}"),
+        t.clone(),
+        format!("secret {}", &t[..40]),
+    );
+    let t = k(&["sqp_", &g.s(40, HEX)]);
+    add(
+        "sonarqube-token",
+        format!("SONAR_TOKEN ?= \"{t}\""),
+        t.clone(),
+        "sonar.login=${env.SONAR_TOKEN}".into(),
+    );
+    let t = format!(
+        "{}-{}-{}-{}-{}",
+        g.s(8, HEX),
+        g.s(4, HEX),
+        g.s(4, HEX),
+        g.s(4, HEX),
+        g.s(12, HEX)
+    );
+    add(
+        "saas-api-key-uuid",
+        format!("SNYK_TOKEN ::= \"{t}\""),
+        t.clone(),
+        format!("snyk_org_id: {t} is an org id, see request_id = {t}"),
+    );
     v
 }
 
@@ -895,6 +1067,19 @@ fn not_secrets_are_left_alone() {
         "NEXT_PUBLIC_SUPABASE_ANON_KEY=eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoiYW5vbiJ9.abcdefghijklmnop".into(),
         "password = hashed_password".into(),
         "[REDACTED:github-pat] and API_KEY=[REDACTED:env-secret-assignment]".into(),
+        // Traps of the breadth work: a Google-key look-alike inside a longer base64 run, a
+        // Firebase SDK example key, keyboard-order and filler values, empty values followed
+        // by another line, a Slack-like word in a file name, a user's default password.
+        format!("{}AIza{}", g.s(40, ALNUM), g.s(40, ALNUM)),
+        "Firebase SDK example key AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY".into(),
+        "SUMO_ACCESS_KEY: AbCeFG123".into(),
+        "   API_KEY=\"glc_111111111111111111111111111111111111111111=\"".into(),
+        "GITHUB_API_KEY=\nDYNATRACE_API_KEY=".into(),
+        "snowflake.password=\njdbc.snowflake.url=".into(),
+        "https://indieweb.org/images/3/35/2018-250-xoxo-indieweb-1.jpg".into(),
+        "curl --user neo4j:neo4j http://localhost:7474/db/data/".into(),
+        "curl http://127.0.0.1:5000/file --user user:pass --digest".into(),
+        "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw==".into(),
     ];
     for t in &texts {
         let f = found(&r, t);
