@@ -1,407 +1,9 @@
-//! [`Redactor`]: compiled rules, allowlist and replacement; redacts JSONL lines and texts.
+//! Redacting one JSONL line or one text: the prefiltered scan, string by string, with nested
+//! (stringified, escaped) text, PEM blocks split over lines, and the splice of the results.
 
-use std::collections::HashSet;
-
-use hmac::{Hmac, Mac};
-use regex::bytes::Regex;
-use sha2::Sha256;
-
-use super::json::{self, esc, Frame, PathGlob, Seg, Tok};
-use super::scan::{self, Compiled, Engine, Found, Hit};
-use super::{checks, rules, RedactOptions, KEY_ENV};
-use crate::error::OptionError;
-use crate::transcript::record::Record;
-
-/// Where the per-machine fingerprint key lives, under the user's config folder.
-const MACHINE_KEY_FILE: &str = "cchist/redact.key";
-
-/// The per-machine fingerprint key: read from `$XDG_CONFIG_HOME/cchist/redact.key` (or
-/// `~/.config/…`), created there with 32 random bytes and mode 0600 when absent. None when
-/// there is no config folder, it cannot be written, or the file is readable by others: a
-/// fingerprint keyed by a known key would let anyone confirm a guessed weak password.
-pub fn machine_key() -> Option<Vec<u8>> {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| std::path::Path::new(&h).join(".config"))
-        })?;
-    let path = base.join(MACHINE_KEY_FILE);
-    let read = |p: &std::path::Path| -> Option<Vec<u8>> {
-        let meta = std::fs::symlink_metadata(p).ok()?;
-        if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
-            return None;
-        }
-        let k = std::fs::read(p).ok()?.trim_ascii().to_vec();
-        (k.len() >= 32).then_some(k)
-    };
-    if path.exists() {
-        return read(&path);
-    }
-    let dir = path.parent()?;
-    std::fs::create_dir_all(dir).ok()?;
-    let mut raw = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut raw))
-        .ok()?;
-    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-    // Written aside, then linked into place: a concurrent run either wins or reads ours.
-    let tmp = dir.join(format!(".redact.key.{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()));
-    let linked = written.and_then(|_| std::fs::hard_link(&tmp, &path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Some(hex.into_bytes()),
-        Err(_) => read(&path),
-    }
-}
-
-#[derive(Debug)]
-enum Part {
-    Lit(String),
-    Rule,
-    Hash,
-}
-
-/// A finding in one line or text: which rule, where, and a keyed fingerprint of the secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineFinding {
-    /// Index of the rule ([`Redactor::rule_id`]).
-    pub rule: usize,
-    /// JSON path of the string (None for plain text).
-    pub path: Option<Vec<Seg>>,
-    /// Byte offset of the secret in the decoded string or text.
-    pub offset: usize,
-    /// Length of the secret in bytes.
-    pub len: usize,
-    /// Keyed short hash of the secret.
-    pub fingerprint: String,
-}
-
-/// The outcome for one line.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct LineResult {
-    /// The redacted line, when something was replaced.
-    pub line: Option<Vec<u8>>,
-    /// What was found.
-    pub findings: Vec<LineFinding>,
-    /// Content blocks (`…content[i]`) holding a change: thinking blocks among them must go.
-    pub blocks: Vec<Vec<Seg>>,
-}
-
-/// Compiled rules, allowlist and replacement: everything needed to redact lines and texts.
-pub struct Redactor {
-    pub(super) engine: Engine,
-    allow_regexes: Vec<Regex>,
-    allow_values: HashSet<Vec<u8>>,
-    allow_paths: Vec<PathGlob>,
-    allow_types: Vec<String>,
-    template: Vec<Part>,
-    placeholder_re: Regex,
-    key: Option<Vec<u8>>,
-    /// The fingerprint key: the configured key, else the per-machine key (loaded on the
-    /// first fingerprint), else none (findings then carry no fingerprint).
-    fp_key: std::sync::OnceLock<Option<Vec<u8>>>,
-    has_field_rules: bool,
-    /// Index of the `private-key` rule, when active: the rule that owns key-block lines split
-    /// over the strings of an array (`structuredPatch` lines).
-    pem_rule: Option<usize>,
-}
-
-fn keyed_hash(key: &[u8], data: &[u8]) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(data);
-    let out = mac.finalize().into_bytes();
-    out[..4].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn parse_template(t: &str) -> std::result::Result<Vec<Part>, OptionError> {
-    if t.is_empty() {
-        return Err(OptionError::key("replacement", "must not be empty"));
-    }
-    if t.chars().any(|c| c == '"' || c == '\\' || c.is_control()) {
-        return Err(OptionError::key(
-            "replacement",
-            "must not hold quotes, backslashes or control characters",
-        ));
-    }
-    let mut parts = Vec::new();
-    let mut rest = t;
-    while let Some(p) = rest.find('{') {
-        if p > 0 {
-            parts.push(Part::Lit(rest[..p].to_string()));
-        }
-        let r = &rest[p..];
-        if let Some(r2) = r.strip_prefix("{rule}") {
-            parts.push(Part::Rule);
-            rest = r2;
-        } else if let Some(r2) = r.strip_prefix("{hash}") {
-            parts.push(Part::Hash);
-            rest = r2;
-        } else {
-            return Err(OptionError::key(
-                "replacement",
-                format!("unknown placeholder at `{r}`; use {{rule}} or {{hash}}"),
-            ));
-        }
-    }
-    if !rest.is_empty() {
-        parts.push(Part::Lit(rest.to_string()));
-    }
-    Ok(parts)
-}
-
-fn read_key(opts: &RedactOptions) -> std::result::Result<Option<Vec<u8>>, OptionError> {
-    if let Some(p) = &opts.key_file {
-        let k = std::fs::read(p).map_err(|e| {
-            OptionError::key("key_file", format!("cannot read {}: {e}", p.display()))
-        })?;
-        let k = k.trim_ascii().to_vec();
-        if k.is_empty() {
-            return Err(OptionError::key(
-                "key_file",
-                format!("{} is empty", p.display()),
-            ));
-        }
-        return Ok(Some(k));
-    }
-    Ok(std::env::var_os(KEY_ENV)
-        .map(|v| v.into_encoded_bytes())
-        .filter(|k| !k.is_empty()))
-}
-
-/// Custom keywords must survive JSON escaping as they are (no `"`, `\\`, `/`, control
-/// characters) and be ASCII (only `\\u00XX` escapes can then hide them, which the prefilter
-/// watches for).
-fn valid_keyword(k: &str) -> bool {
-    k.len() >= 2
-        && k.bytes().all(|c| c.is_ascii_graphic() || c == b' ')
-        && !k.contains(['"', '\\', '/'])
-}
+use super::*;
 
 impl Redactor {
-    /// Compile the options; errors name the offending key.
-    pub fn new(opts: &RedactOptions) -> std::result::Result<Redactor, OptionError> {
-        let sel = &opts.rules;
-        for id in sel
-            .enable
-            .iter()
-            .chain(&sel.disable)
-            .chain(sel.only.iter().flatten())
-        {
-            if rules::find(id).is_none() {
-                return Err(OptionError::key(
-                    "rules",
-                    format!("unknown rule `{id}`; `cchist rules` lists them"),
-                ));
-            }
-        }
-        let mut compiled = Vec::new();
-        let mut keywords = Vec::new();
-        let mut seen = HashSet::new();
-        for c in &opts.custom {
-            if c.id.is_empty()
-                || !c
-                    .id
-                    .chars()
-                    .all(|x| x.is_ascii_alphanumeric() || matches!(x, '.' | '_' | '-'))
-            {
-                return Err(OptionError::key(
-                    "custom",
-                    format!("rule id `{}` must be letters, digits, `.`, `_`, `-`", c.id),
-                ));
-            }
-            if rules::find(&c.id).is_some() || !seen.insert(c.id.clone()) {
-                return Err(OptionError::key(
-                    "custom",
-                    format!("rule id `{}` is already taken", c.id),
-                ));
-            }
-            if c.keywords.is_empty() {
-                return Err(OptionError::key(
-                    "custom",
-                    format!(
-                        "rule `{}` needs `keywords` (literals every match contains)",
-                        c.id
-                    ),
-                ));
-            }
-            if let Some(i) = c.keywords.iter().position(|k| !valid_keyword(k)) {
-                return Err(OptionError::key(
-                    "custom",
-                    format!(
-                        "rule `{}`: keyword #{} must be 2+ ASCII characters without quotes, backslashes, slashes or control characters",
-                        c.id,
-                        i + 1
-                    ),
-                ));
-            }
-            let checks = c.entropy.map(checks::Check::Entropy).into_iter().collect();
-            let title = if c.description.is_empty() {
-                c.id.clone()
-            } else {
-                c.description.clone()
-            };
-            compiled.push(
-                Compiled::new(scan::Spec {
-                    id: &c.id,
-                    title: &title,
-                    regex: &c.regex,
-                    builtin: false,
-                    before: c.before.unwrap_or(usize::MAX),
-                    checks,
-                    field: false,
-                    trim: false,
-                })
-                .map_err(|e| OptionError::key("custom", e.to_string()))?,
-            );
-            keywords.push(
-                c.keywords
-                    .iter()
-                    .map(|k| scan::KwSpec {
-                        text: k.as_bytes().to_vec(),
-                        ci: true,
-                        confirm: rules::Confirm::Any,
-                    })
-                    .collect(),
-            );
-        }
-        for r in rules::RULES {
-            let on = match &sel.only {
-                Some(only) => only.iter().any(|x| x == r.id),
-                None => r.default_on || sel.enable.iter().any(|x| x == r.id),
-            } && !sel.disable.iter().any(|x| x == r.id);
-            if !on {
-                continue;
-            }
-            compiled.push(
-                Compiled::new(scan::Spec {
-                    id: r.id,
-                    title: r.title,
-                    regex: r.regex,
-                    builtin: true,
-                    before: r.before,
-                    checks: r.checks.to_vec(),
-                    field: r.field,
-                    trim: r.trim,
-                })
-                .map_err(OptionError::general)?,
-            );
-            keywords.push(r.keywords.iter().map(scan::KwSpec::from).collect());
-        }
-        let has_field_rules = compiled.iter().any(|c| c.field);
-        let pem_rule = compiled.iter().position(|c| c.id == "private-key");
-        let engine = Engine::new(compiled, keywords);
-
-        let allow_regexes = opts
-            .allow
-            .regexes
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                regex::bytes::RegexBuilder::new(r)
-                    .size_limit(scan::CUSTOM_NFA_LIMIT)
-                    .build()
-                    .map_err(|e| {
-                        OptionError::key(
-                            "allow",
-                            format!(
-                                "regex #{} is not valid: {}",
-                                i + 1,
-                                scan::regex_problem(&e.to_string())
-                            ),
-                        )
-                    })
-            })
-            .collect::<std::result::Result<_, _>>()?;
-        let allow_paths = opts
-            .allow
-            .paths
-            .iter()
-            .map(|p| PathGlob::parse(p).map_err(|e| OptionError::key("allow", format!("path {e}"))))
-            .collect::<std::result::Result<_, _>>()?;
-        let key = read_key(opts)?;
-        if opts.pseudonymize && key.is_none() {
-            return Err(OptionError::key("pseudonymize", format!("needs a key: set {KEY_ENV} or `key_file` (the same key gives the same pseudonyms across files)"
-            )));
-        }
-        let default = if opts.pseudonymize {
-            "[REDACTED:{rule}:{hash}]"
-        } else {
-            "[REDACTED:{rule}]"
-        };
-        let template = parse_template(opts.replacement.as_deref().unwrap_or(default))?;
-        if template.iter().any(|p| matches!(p, Part::Hash)) && key.is_none() {
-            return Err(OptionError::key(
-                "replacement",
-                format!("{{hash}} needs a key: set {KEY_ENV} or `key_file`"),
-            ));
-        }
-        let mut ph = String::new();
-        for p in &template {
-            match p {
-                Part::Lit(s) => ph.push_str(&regex::escape(s)),
-                Part::Rule => ph.push_str("[A-Za-z0-9._-]{1,80}"),
-                Part::Hash => ph.push_str("[0-9a-f]{8}"),
-            }
-        }
-        let placeholder_re = Regex::new(&ph).expect("escaped template is a valid regex");
-        Ok(Redactor {
-            engine,
-            allow_regexes,
-            allow_values: opts
-                .allow
-                .values
-                .iter()
-                .map(|v| v.as_bytes().to_vec())
-                .collect(),
-            allow_paths,
-            allow_types: opts.allow.record_types.clone(),
-            template,
-            placeholder_re,
-            fp_key: match &key {
-                Some(k) => std::sync::OnceLock::from(Some(k.clone())),
-                None => std::sync::OnceLock::new(),
-            },
-            key,
-            has_field_rules,
-            pem_rule,
-        })
-    }
-
-    /// Id of active rule `i`.
-    pub fn rule_id(&self, i: usize) -> &str {
-        &self.engine.rules[i].id
-    }
-
-    /// Short name of active rule `i`.
-    pub fn rule_title(&self, i: usize) -> &str {
-        &self.engine.rules[i].title
-    }
-
-    /// The prefilter's keywords (lower-cased, unique).
-    pub fn keywords(&self) -> Vec<String> {
-        self.engine.keywords()
-    }
-
-    /// A keyed short hash of `secret` (the fingerprint in reports); empty when there is no
-    /// key to take (no configured key, no per-machine key file).
-    pub fn fingerprint(&self, secret: &[u8]) -> String {
-        match self.fp_key.get_or_init(machine_key) {
-            Some(k) => keyed_hash(k, secret),
-            None => String::new(),
-        }
-    }
-
     /// Redact one JSONL line (prefiltered).
     pub fn redact_line(&self, line: &[u8]) -> LineResult {
         self.line(line, false)
@@ -413,7 +15,7 @@ impl Redactor {
         self.line(line, true)
     }
 
-    fn line(&self, line: &[u8], full: bool) -> LineResult {
+    pub(super) fn line(&self, line: &[u8], full: bool) -> LineResult {
         let mut raw_hits = Vec::new();
         let mut esc_pos = Vec::new();
         let mut escaped = false;
@@ -481,7 +83,7 @@ impl Redactor {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn string(
+    pub(super) fn string(
         &self,
         line: &[u8],
         tok: &Tok,
@@ -654,7 +256,7 @@ impl Redactor {
     /// A JSON member `"key": "value"` searched as `key": "value` by the field rules; matches
     /// that start in the key and whose secret lies in the value are added (value offsets).
     #[allow(clippy::too_many_arguments)]
-    fn field(
+    pub(super) fn field(
         &self,
         key: &[u8],
         value: &[u8],
@@ -710,7 +312,7 @@ impl Redactor {
     /// A decoded string that still holds escapes (`\u0041`, `\/`): stringified JSON is redacted
     /// as a JSON line of its own (its other bytes kept); other text is unescaped once and
     /// redacted as text. The new string and the findings, when something was found.
-    fn nested(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
+    pub(super) fn nested(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         let t = text.trim_ascii_start();
         if matches!(t.first(), Some(b'{' | b'[')) && json::walk(text, |_, _| {}).is_ok() {
             // Its strings are decoded and searched one by one: nothing else to unescape.
@@ -796,7 +398,13 @@ impl Redactor {
     /// `lines` of an Edit's `structuredPatch`, each prefixed by `+`, `-` or a space). Opens
     /// the block at its BEGIN line; replaces each body line's base64 while it is open.
     /// True when the string was handled here.
-    fn pem_line(&self, line: &[u8], tok: &Tok, frames: &[Frame], st: &mut LineState) -> bool {
+    pub(super) fn pem_line(
+        &self,
+        line: &[u8],
+        tok: &Tok,
+        frames: &[Frame],
+        st: &mut LineState,
+    ) -> bool {
         let Some(rule) = self.pem_rule else {
             return false;
         };
@@ -865,7 +473,7 @@ impl Redactor {
     }
 
     /// Allowlist, placeholders already there, overlaps.
-    fn finish(&self, text: &[u8], found: &mut Vec<Found>) {
+    pub(super) fn finish(&self, text: &[u8], found: &mut Vec<Found>) {
         found.retain(|f| {
             let secret = &text[f.start..f.end];
             !self.allow_values.contains(secret)
@@ -882,7 +490,7 @@ impl Redactor {
         scan::resolve(found, &masks);
     }
 
-    fn replace(&self, text: &[u8], found: &[Found]) -> Vec<u8> {
+    pub(super) fn replace(&self, text: &[u8], found: &[Found]) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len());
         let mut at = 0;
         for f in found {
@@ -906,7 +514,7 @@ impl Redactor {
         out
     }
 
-    fn text(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
+    pub(super) fn text(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         let mut cur = std::borrow::Cow::Borrowed(text);
         let mut findings = Vec::new();
         for _ in 0..MAX_ROUNDS {
@@ -945,22 +553,10 @@ impl Redactor {
     pub fn redact_text(&self, text: &[u8]) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         self.text(text, false)
     }
-
-    /// True when records of this type (or `type/subtype`) are allowlisted.
-    pub fn allows_record(&self, rec: &Record<'_>) -> bool {
-        if self.allow_types.is_empty() {
-            return false;
-        }
-        let Some(h) = rec.header() else { return false };
-        let full = h.subtype.as_ref().map(|s| format!("{}/{s}", h.kind));
-        self.allow_types
-            .iter()
-            .any(|t| *t == h.kind.as_str() || Some(t) == full.as_ref())
-    }
 }
 
 /// Offsets of the escape hits among `hits`, sorted.
-fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
+pub(super) fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
     out.extend(
         hits.iter()
             .filter(|h| h.rule == scan::ESCAPE)
@@ -970,10 +566,10 @@ fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
 }
 
 /// Rounds of search-and-replace on one string before giving up on a fixpoint.
-const MAX_ROUNDS: usize = 8;
+pub(super) const MAX_ROUNDS: usize = 8;
 
 /// The decoded content of a JSON string (borrowed when it has no escapes).
-fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]>> {
+pub(super) fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]>> {
     if flags == 0 {
         return Some(std::borrow::Cow::Borrowed(raw));
     }
@@ -981,7 +577,7 @@ fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]>> {
     json::decode(raw, &mut buf).then_some(std::borrow::Cow::Owned(buf))
 }
 
-struct LineState {
+pub(super) struct LineState {
     edits: Vec<(usize, usize, Vec<u8>)>,
     /// Object keys that were redacted: start offset → the key as it now reads.
     keys: std::collections::HashMap<usize, String>,
