@@ -175,11 +175,35 @@ pub const DEF: StageDef = StageDef {
 fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
     // A type error quotes the value it got (`invalid type: string "…"`): the value may be a
     // secret (an `allow.values` entry), so quoted text is cut from the message.
+    let key = table.to_string();
     let opts: RedactOptions = crate::stages::options(table).map_err(|mut e| {
         e.message = unquote(&e.message);
         e
     })?;
-    Ok(Box::new(Redact::new(Redactor::new(&opts)?, false)))
+    Ok(Box::new(Redact::new(shared_redactor(key, &opts)?, false)))
+}
+
+/// The compiled redactor for these options, shared by every `redact` stage built with the
+/// same table while one is alive: a pipeline that repeats the stage holds one set of rules
+/// and automata (about 100 KB), not one per stage. A redactor is immutable once built.
+fn shared_redactor(
+    key: String,
+    opts: &RedactOptions,
+) -> std::result::Result<std::sync::Arc<Redactor>, OptionError> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock, Weak};
+    static BUILT: OnceLock<Mutex<HashMap<String, Weak<Redactor>>>> = OnceLock::new();
+    let mut built = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(r) = built.get(&key).and_then(Weak::upgrade) {
+        return Ok(r);
+    }
+    let r = Arc::new(Redactor::new(opts)?);
+    built.retain(|_, w| w.strong_count() > 0);
+    built.insert(key, Arc::downgrade(&r));
+    Ok(r)
 }
 
 /// `msg` with every double-quoted part replaced by `"…"`.

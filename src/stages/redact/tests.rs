@@ -1335,3 +1335,15 @@ fn option_errors_do_not_echo_values() {
     let err = build(table).err().unwrap().to_string();
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+#[test]
+fn stages_with_the_same_options_share_one_redactor() {
+    let table: toml::Table =
+        toml::from_str("rules = { disable = [\"generic-secret\"] }").unwrap_or_default();
+    let opts = RedactOptions::default();
+    let a = shared_redactor(table.to_string(), &opts).unwrap();
+    let b = shared_redactor(table.to_string(), &opts).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let c = shared_redactor("other = 1".into(), &opts).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&a, &c));
+}
