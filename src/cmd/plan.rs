@@ -58,7 +58,8 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         // A member named on its own too is one file, processed once.
         walk::dedupe(&mut walk);
     }
-    if matches!(mode, Mode::InPlace { .. }) {
+    // A preview writes nothing, not even this clean-up.
+    if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {
         report_leftovers(&walk.leftovers, started);
     }
     if walk.inputs.iter().filter(|i| **i == Input::Stdin).count() > 1 {
@@ -190,7 +191,7 @@ fn all(
             rel: "history.jsonl".into(),
         });
     }
-    if matches!(mode, Mode::InPlace { .. }) {
+    if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {
         report_leftovers(&walk.leftovers, started);
     }
     if mode == Mode::DryRun {

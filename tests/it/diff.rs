@@ -160,3 +160,48 @@ fn summaries_and_history_edits_preview_without_writing() {
         assert_eq!(std::fs::read(&file).unwrap(), before, "{args:?}");
     }
 }
+
+/// A preview writes nothing, not even the clean-up of an interrupted run's temp file that a
+/// real in-place run does first (on a named file and with `--all`).
+#[test]
+fn in_place_preview_leaves_stale_temp_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects/p");
+    std::fs::create_dir_all(&projects).unwrap();
+    let file = projects.join("session.jsonl");
+    std::fs::copy(corpus(SESSION), &file).unwrap();
+    let dead = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let id = c.id();
+        c.wait().unwrap();
+        id
+    };
+    let stale = projects.join(format!(".session.jsonl.cchist-tmp.{dead}.0"));
+    std::fs::write(&stale, b"x").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let text = preview(&["redact", "--diff", "--in-place", "--force"], &file);
+    assert!(text.contains("redacted"), "{text}");
+    assert!(stale.exists(), "the preview removed a temp file");
+    let out = ok(cchist().env("CLAUDE_CONFIG_DIR", dir.path()).args([
+        "redact",
+        "--all",
+        "--in-place",
+        "--force",
+        "--diff",
+    ]));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("redacted"),
+        "{out:?}"
+    );
+    assert!(stale.exists(), "the --all preview removed a temp file");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(corpus(SESSION)).unwrap()
+    );
+}
