@@ -399,12 +399,23 @@ fn header_of(body: &[u8]) -> (Option<String>, Option<String>) {
     };
     let r = Record::from_line(l);
     match r.header() {
+        // A uuid or type is data too (a token pasted into the wrong field): one that does not
+        // look like a uuid or a name is not printed.
         Some(h) => (
-            h.uuid.clone(),
-            Some(h.kind.to_string()).filter(|t| !t.is_empty()),
+            h.uuid.clone().filter(|u| is_uuid(u) || key_label(u) != "*"),
+            Some(h.kind.to_string()).filter(|t| !t.is_empty() && key_label(t) != "*"),
         ),
         None => (None, None),
     }
+}
+
+/// True for the 8-4-4-4-12 hex form Claude Code writes.
+fn is_uuid(u: &str) -> bool {
+    u.len() == 36
+        && u.bytes().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }
 
 /// Most field paths listed for one record.

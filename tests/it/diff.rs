@@ -205,3 +205,45 @@ fn in_place_preview_leaves_stale_temp_files_alone() {
         std::fs::read(corpus(SESSION)).unwrap()
     );
 }
+
+/// A secret used as a record's uuid or type (what a pasted token in the wrong field looks
+/// like): redaction masks it, and the preview, which names records by uuid and type, must not
+/// print it either (text or JSON; changed or dropped records).
+#[test]
+fn a_secret_in_a_uuid_or_type_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let (s1, s2) = (
+        "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+        "ghp_9876543210abcdefghijABCDEFGHIJ012345",
+    );
+    let lines = [
+        format!(
+            r#"{{"type":"user","uuid":"{s1}","parentUuid":null,"sessionId":"s","message":{{"role":"user","content":"token {s2}"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"{s2}","uuid":"u2","parentUuid":"{s1}","sessionId":"s","message":{{"role":"user","content":"a {s2}"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"progress","uuid":"{s2}","parentUuid":"u2","sessionId":"s","data":{{"type":"hook_progress"}}}}"#
+        ),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    for args in [
+        &["redact", "--diff"][..],
+        &["redact", "--diff=json"][..],
+        &["drop-tool-noise", "--diff"][..],
+        &["drop-tool-noise", "--diff=json"][..],
+    ] {
+        let out = ok(cchist().args(args).arg(&file));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("changed") || text.contains("dropped"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.contains("ghp_"),
+            "{args:?}: a secret is in the preview: {text}"
+        );
+    }
+}
