@@ -247,3 +247,25 @@ fn a_secret_in_a_uuid_or_type_is_never_shown() {
         );
     }
 }
+
+/// A secret used as an object key, short enough to pass for a field name (an AWS key id):
+/// redaction renames the key, and the preview's field paths must not name the old one.
+#[test]
+fn a_secret_used_as_a_key_is_not_named_in_field_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let key = "AKIAZQWERTYUIOPASDFG";
+    let line = format!(
+        r#"{{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{{"role":"user","content":"hi"}},"env":{{"{key}":"x"}}}}"#
+    );
+    std::fs::write(&file, line + "\n").unwrap();
+    for args in [&["redact", "--diff"][..], &["redact", "--diff=json"][..]] {
+        let out = ok(cchist().args(args).arg(&file));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("aws-access-key-id"), "{args:?}: {text}");
+        assert!(
+            !text.contains(key),
+            "{args:?}: the secret key is in the preview: {text}"
+        );
+    }
+}
