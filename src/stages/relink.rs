@@ -935,14 +935,11 @@ enum Fix {
     Remove,
 }
 
-/// The nearest earlier main-chain conversational record before `i`.
-fn earlier_main(s: &Session<'_>, i: usize) -> Option<String> {
-    (0..i).rev().find_map(|j| {
-        let h = s.header(j)?;
-        (h.uuid.is_some() && !h.is_sidechain && is_conversational(h))
-            .then(|| h.uuid.clone())
-            .flatten()
-    })
+/// True when record `i` is a main-chain conversational record with a uuid: what a dangling
+/// reference after it may point at (the nearest earlier one).
+fn is_main(s: &Session<'_>, i: usize) -> bool {
+    s.header(i)
+        .is_some_and(|h| h.uuid.is_some() && !h.is_sidechain && is_conversational(h))
 }
 
 /// True when record `i` may contain `key` (a byte search, unless the record is held as an
@@ -967,7 +964,15 @@ fn fix_references(
         .filter(|p| p.starts_with("/compactMetadata/"))
         .collect();
     let mut tombstones = Resolver::default();
+    // The nearest main-chain conversational record before `i`, kept as the loop goes (a walk
+    // back per dangling reference made a run of them quadratic).
+    let mut earlier_main: Option<usize> = None;
     for i in 0..s.records.len() {
+        let earlier = earlier_main;
+        if is_main(s, i) {
+            earlier_main = Some(i);
+        }
+        let earlier = || earlier.and_then(|j| uuid_of(s, j));
         let Some(h) = s.header(i) else { continue };
         let has_compact_metadata = h.has_compact_metadata;
         let mut fixes: Vec<(&str, Fix)> = Vec::new();
@@ -977,7 +982,7 @@ fn fix_references(
                 let fix = match tombstones.resolve(s, v) {
                     Resolution::Survivor(u) => Fix::Set(u),
                     Resolution::Root => Fix::Remove,
-                    Resolution::Unknown => earlier_main(s, i).map_or(Fix::Remove, Fix::Set),
+                    Resolution::Unknown => earlier().map_or(Fix::Remove, Fix::Set),
                 };
                 fixes.push(("logicalParentUuid", fix));
             }
@@ -998,7 +1003,7 @@ fn fix_references(
                     Resolution::Root => fixes.push(("leafUuid", Fix::Remove)),
                     // summary.leafUuid points into other files by design.
                     Resolution::Unknown if h.kind == Kind::LastPrompt => {
-                        fixes.push(("leafUuid", earlier_main(s, i).map_or(Fix::Remove, Fix::Set)))
+                        fixes.push(("leafUuid", earlier().map_or(Fix::Remove, Fix::Set)))
                     }
                     Resolution::Unknown => {}
                 }
