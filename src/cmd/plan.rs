@@ -109,7 +109,8 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         // A member named on its own too is one file, processed once.
         walk::dedupe(&mut walk);
     }
-    if matches!(mode, Mode::InPlace { .. }) {
+    // A preview writes nothing, not even this clean-up, and needs no --backup or --yes.
+    if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {
         refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
@@ -284,7 +285,8 @@ fn all(
             rel: "history.jsonl".into(),
         });
     }
-    if matches!(mode, Mode::InPlace { .. }) {
+    // A preview writes nothing, not even this clean-up, and needs no --backup or --yes.
+    if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {
         refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }

@@ -377,7 +377,8 @@ fn diff_records(
             uuid,
             ty,
             stages,
-            fields: changed_fields(old, body),
+            // A key redaction renamed was a secret: removed keys go unnamed.
+            fields: changed_fields(old, body, !redacted.is_empty()),
             redacted,
             replaces: None,
         });
@@ -399,12 +400,23 @@ fn header_of(body: &[u8]) -> (Option<String>, Option<String>) {
     };
     let r = Record::from_line(l);
     match r.header() {
+        // A uuid or type is data too (a token pasted into the wrong field): one that does not
+        // look like a uuid or a name is not printed.
         Some(h) => (
-            h.uuid.clone(),
-            Some(h.kind.to_string()).filter(|t| !t.is_empty()),
+            h.uuid.clone().filter(|u| is_uuid(u) || key_label(u) != "*"),
+            Some(h.kind.to_string()).filter(|t| !t.is_empty() && key_label(t) != "*"),
         ),
         None => (None, None),
     }
+}
+
+/// True for the 8-4-4-4-12 hex form Claude Code writes.
+fn is_uuid(u: &str) -> bool {
+    u.len() == 36
+        && u.bytes().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
 }
 
 /// Most field paths listed for one record.
@@ -413,8 +425,9 @@ const MAX_FIELDS: usize = 10;
 const MAX_DEPTH: usize = 4;
 
 /// The paths of the fields that differ between two JSON lines (`text` when either is not
-/// JSON). Keys that do not look like field names are shown as `*`: a key may be data.
-fn changed_fields(old: &[u8], new: &[u8]) -> Vec<String> {
+/// JSON). Keys that do not look like field names are shown as `*`: a key may be data; so are
+/// all removed keys when `mask_removed` (a record redaction changed: the key may be the secret).
+fn changed_fields(old: &[u8], new: &[u8], mask_removed: bool) -> Vec<String> {
     let (Ok(a), Ok(b)) = (
         serde_json::from_slice::<Value>(old),
         serde_json::from_slice::<Value>(new),
@@ -422,7 +435,7 @@ fn changed_fields(old: &[u8], new: &[u8]) -> Vec<String> {
         return vec!["text".into()];
     };
     let mut out = Vec::new();
-    walk(&a, &b, String::new(), 0, &mut out);
+    walk(&a, &b, String::new(), 0, mask_removed, &mut out);
     if out.is_empty() {
         // Same values, different bytes (key order, escapes, spacing).
         out.push("(formatting)".into());
@@ -459,7 +472,14 @@ fn join(path: &str, k: &str) -> String {
     }
 }
 
-fn walk(a: &Value, b: &Value, path: String, depth: usize, out: &mut Vec<String>) {
+fn walk(
+    a: &Value,
+    b: &Value,
+    path: String,
+    depth: usize,
+    mask_removed: bool,
+    out: &mut Vec<String>,
+) {
     if a == b || out.len() > MAX_FIELDS {
         return;
     }
@@ -474,7 +494,8 @@ fn walk(a: &Value, b: &Value, path: String, depth: usize, out: &mut Vec<String>)
         (Value::Object(x), Value::Object(y)) if depth < MAX_DEPTH => {
             for (k, va) in x {
                 match y.get(k) {
-                    Some(vb) => walk(va, vb, join(&path, k), depth + 1, out),
+                    Some(vb) => walk(va, vb, join(&path, k), depth + 1, mask_removed, out),
+                    None if mask_removed => out.push(format!("{} (removed)", join(&path, "*"))),
                     None => out.push(format!("{} (removed)", join(&path, k))),
                 }
             }
@@ -484,7 +505,7 @@ fn walk(a: &Value, b: &Value, path: String, depth: usize, out: &mut Vec<String>)
         }
         (Value::Array(x), Value::Array(y)) if depth < MAX_DEPTH && x.len() == y.len() => {
             for (i, (va, vb)) in x.iter().zip(y).enumerate() {
-                walk(va, vb, format!("{path}[{i}]"), depth + 1, out);
+                walk(va, vb, format!("{path}[{i}]"), depth + 1, mask_removed, out);
             }
         }
         (Value::Array(x), Value::Array(y)) => {
@@ -600,7 +621,7 @@ mod tests {
     fn field_paths_name_keys_never_values() {
         let old = br#"{"parentUuid":"a","message":{"content":[{"type":"text","text":"ghp_secret"}]},"env":{"ghp_0123456789abcdefghijABCDEFGHIJ012345":"x"}}"#;
         let new = br#"{"parentUuid":"b","message":{"content":[{"type":"text","text":"[REDACTED]"}]},"env":{"ghp_0123456789abcdefghijABCDEFGHIJ012345":"y"},"x":1}"#;
-        let f = changed_fields(old, new);
+        let f = changed_fields(old, new, false);
         assert_eq!(
             f,
             [
@@ -610,13 +631,13 @@ mod tests {
                 "x (added)"
             ]
         );
-        assert_eq!(changed_fields(b"not json", b"{}"), ["text"]);
+        assert_eq!(changed_fields(b"not json", b"{}", false), ["text"]);
         assert_eq!(
-            changed_fields(br#"{"a":[1,2]}"#, br#"{"a":[1]}"#),
+            changed_fields(br#"{"a":[1,2]}"#, br#"{"a":[1]}"#, false),
             ["a (2 → 1 items)"]
         );
         assert_eq!(
-            changed_fields(br#"{"a":1,"b":2}"#, br#"{"b":2,"a":1}"#),
+            changed_fields(br#"{"a":1,"b":2}"#, br#"{"b":2,"a":1}"#, false),
             ["(formatting)"]
         );
     }

@@ -160,3 +160,112 @@ fn summaries_and_history_edits_preview_without_writing() {
         assert_eq!(std::fs::read(&file).unwrap(), before, "{args:?}");
     }
 }
+
+/// A preview writes nothing, not even the clean-up of an interrupted run's temp file that a
+/// real in-place run does first (on a named file and with `--all`).
+#[test]
+fn in_place_preview_leaves_stale_temp_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let projects = dir.path().join("projects/p");
+    std::fs::create_dir_all(&projects).unwrap();
+    let file = projects.join("session.jsonl");
+    std::fs::copy(corpus(SESSION), &file).unwrap();
+    let dead = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let id = c.id();
+        c.wait().unwrap();
+        id
+    };
+    let stale = projects.join(format!(".session.jsonl.cchist-tmp.{dead}.0"));
+    std::fs::write(&stale, b"x").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let text = preview(&["redact", "--diff", "--in-place", "--force"], &file);
+    assert!(text.contains("redacted"), "{text}");
+    assert!(stale.exists(), "the preview removed a temp file");
+    let out = ok(cchist().env("CLAUDE_CONFIG_DIR", dir.path()).args([
+        "redact",
+        "--all",
+        "--in-place",
+        "--force",
+        "--diff",
+    ]));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("redacted"),
+        "{out:?}"
+    );
+    assert!(stale.exists(), "the --all preview removed a temp file");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(corpus(SESSION)).unwrap()
+    );
+}
+
+/// A secret used as a record's uuid or type (what a pasted token in the wrong field looks
+/// like): redaction masks it, and the preview, which names records by uuid and type, must not
+/// print it either (text or JSON; changed or dropped records).
+#[test]
+fn a_secret_in_a_uuid_or_type_is_never_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let (s1, s2) = (
+        "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+        "ghp_9876543210abcdefghijABCDEFGHIJ012345",
+    );
+    let lines = [
+        format!(
+            r#"{{"type":"user","uuid":"{s1}","parentUuid":null,"sessionId":"s","message":{{"role":"user","content":"token {s2}"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"{s2}","uuid":"u2","parentUuid":"{s1}","sessionId":"s","message":{{"role":"user","content":"a {s2}"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"progress","uuid":"{s2}","parentUuid":"u2","sessionId":"s","data":{{"type":"hook_progress"}}}}"#
+        ),
+    ];
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    for args in [
+        &["redact", "--diff"][..],
+        &["redact", "--diff=json"][..],
+        &["drop-tool-noise", "--diff"][..],
+        &["drop-tool-noise", "--diff=json"][..],
+    ] {
+        let out = ok(cchist().args(args).arg(&file));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("changed") || text.contains("dropped"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            !text.contains("ghp_"),
+            "{args:?}: a secret is in the preview: {text}"
+        );
+    }
+}
+
+/// A secret used as an object key, short enough to pass for a field name (an AWS key id):
+/// redaction renames the key, and the preview's field paths must not name the old one.
+#[test]
+fn a_secret_used_as_a_key_is_not_named_in_field_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let key = "AKIAZQWERTYUIOPASDFG";
+    let line = format!(
+        r#"{{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{{"role":"user","content":"hi"}},"env":{{"{key}":"x"}}}}"#
+    );
+    std::fs::write(&file, line + "\n").unwrap();
+    for args in [&["redact", "--diff"][..], &["redact", "--diff=json"][..]] {
+        let out = ok(cchist().args(args).arg(&file));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("aws-access-key-id"), "{args:?}: {text}");
+        assert!(
+            !text.contains(key),
+            "{args:?}: the secret key is in the preview: {text}"
+        );
+    }
+}

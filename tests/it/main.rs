@@ -26,6 +26,7 @@ mod reliability_crash;
 mod reliability_hostile;
 mod reliability_perms;
 mod relink;
+mod relink_props;
 mod scaling;
 mod session_files;
 mod sessions;

@@ -130,6 +130,16 @@ fn references_into_a_dropped_run_are_linear() {
 }
 
 #[test]
+fn relink_dangling_leaves_after_a_long_sidechain_are_linear() {
+    assert_pipeline_linear(
+        "relink, dangling last-prompt leaves after a sidechain run",
+        "[[stage]]\ntype = \"relink\"\n",
+        400,
+        gen::dangling_leaves_after_sidechain,
+    );
+}
+
+#[test]
 fn relink_parent_cycles_is_linear() {
     assert_pipeline_linear(
         "relink, parent 2-cycles",

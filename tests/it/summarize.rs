@@ -362,3 +362,44 @@ fn command_json_reply_errors_leave_the_file_untouched() {
         assert_eq!(std::fs::read(&f).unwrap(), data);
     }
 }
+
+/// A reply that is meant as JSON but is not valid JSON (a trailing comma, a lone surrogate)
+/// is an error, not a summary text holding the raw JSON with the kept steps silently lost;
+/// a `keep` entry is quoted in the error with its control characters escaped (no terminal
+/// escapes from the command reach the user's terminal).
+#[test]
+fn command_json_reply_that_does_not_parse_or_carries_escapes_is_a_clear_error() {
+    let data = std::fs::read(corpus(P05)).unwrap();
+    for (reply, want) in [
+        (r#"{"summary": "S", "keep": ["a",]}"#, "not valid JSON"),
+        (r#"{"summary": "S\ud800", "keep": []}"#, "not valid JSON"),
+        (
+            "{\"summary\": \"S\", \"keep\": [\"\\u001b[2Jx\"]}",
+            "not a record of the summarized range",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.jsonl");
+        std::fs::write(&f, &data).unwrap();
+        let r = dir.path().join("reply.json");
+        std::fs::write(&r, reply).unwrap();
+        let cmd = format!("cat {}", r.display());
+        let out = run(
+            &[
+                "summarize-range",
+                "--keep-last-steps",
+                "3",
+                "--command",
+                &cmd,
+                "-i",
+                "--force",
+            ],
+            &f,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{reply}: {err}");
+        assert!(err.contains(want), "{reply}: {err}");
+        assert!(!err.contains('\u{1b}'), "{reply}: {err:?}");
+        assert_eq!(std::fs::read(&f).unwrap(), data);
+    }
+}

@@ -176,3 +176,23 @@ pub fn damaged(n: usize) -> String {
     }
     t
 }
+
+/// One prompt, then `n` sidechain records and `n` last-prompts whose leaf is in no file:
+/// relink points each at the nearest earlier main-chain record, once found by a walk back
+/// over every record before it.
+pub fn dangling_leaves_after_sidechain(n: usize) -> String {
+    let mut t = user("m0", None, "prompt");
+    for k in 0..n {
+        let parent = (k > 0).then(|| format!("s{}", k - 1));
+        t += &(format!(
+            r#"{{"parentUuid":{},"isSidechain":true,"agentId":"a","type":"user","message":{{"role":"user","content":"x"}},"uuid":"s{k}","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","cwd":"/w"}}"#,
+            parent.map_or("null".to_string(), |p| format!("\"{p}\""))
+        ) + "\n");
+    }
+    for k in 0..n {
+        t += &(format!(
+            r#"{{"type":"last-prompt","lastPrompt":"p","leafUuid":"gone-{k}","sessionId":"s"}}"#
+        ) + "\n");
+    }
+    t
+}

@@ -9,14 +9,11 @@ pub(super) enum Fix {
     Remove,
 }
 
-/// The nearest earlier main-chain conversational record before `i`.
-pub(super) fn earlier_main(s: &Session<'_>, i: usize) -> Option<String> {
-    (0..i).rev().find_map(|j| {
-        let h = s.header(j)?;
-        (h.uuid.is_some() && !h.is_sidechain && is_conversational(h))
-            .then(|| h.uuid.clone())
-            .flatten()
-    })
+/// True when record `i` is a main-chain conversational record with a uuid: what a dangling
+/// reference after it may point at (the nearest earlier one).
+pub(super) fn is_main(s: &Session<'_>, i: usize) -> bool {
+    s.header(i)
+        .is_some_and(|h| h.uuid.is_some() && !h.is_sidechain && is_conversational(h))
 }
 
 /// True when record `i` may contain `key` (a byte search, unless the record is held as an
@@ -42,7 +39,15 @@ pub(super) fn fix_references(
         .filter(|p| p.starts_with("/compactMetadata/"))
         .collect();
     let mut tombstones = Resolver::default();
+    // The nearest main-chain conversational record before `i`, kept as the loop goes (a walk
+    // back per dangling reference made a run of them quadratic).
+    let mut earlier_main: Option<usize> = None;
     for i in 0..s.records.len() {
+        let earlier = earlier_main;
+        if is_main(s, i) {
+            earlier_main = Some(i);
+        }
+        let earlier = || earlier.and_then(|j| uuid_of(s, j));
         let Some(h) = s.header(i) else { continue };
         let has_compact_metadata = h.has_compact_metadata;
         let mut fixes: Vec<(&str, Fix)> = Vec::new();
@@ -53,7 +58,7 @@ pub(super) fn fix_references(
                     Resolution::Survivor(u) => Some(Fix::Set(u)),
                     Resolution::Root => Some(Fix::Remove),
                     Resolution::Unknown if touched_only => None,
-                    Resolution::Unknown => Some(earlier_main(s, i).map_or(Fix::Remove, Fix::Set)),
+                    Resolution::Unknown => Some(earlier().map_or(Fix::Remove, Fix::Set)),
                 };
                 if let Some(fix) = fix {
                     fixes.push(("logicalParentUuid", fix));
@@ -77,7 +82,7 @@ pub(super) fn fix_references(
                     Resolution::Root => fixes.push(("leafUuid", Fix::Remove)),
                     // summary.leafUuid points into other files by design.
                     Resolution::Unknown if h.kind == Kind::LastPrompt && !touched_only => {
-                        fixes.push(("leafUuid", earlier_main(s, i).map_or(Fix::Remove, Fix::Set)))
+                        fixes.push(("leafUuid", earlier().map_or(Fix::Remove, Fix::Set)))
                     }
                     Resolution::Unknown => {}
                 }

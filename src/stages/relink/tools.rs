@@ -119,7 +119,8 @@ pub(super) fn last_pieces(s: &Session<'_>, wanted: &[usize]) -> HashMap<usize, u
         }
     }
     if !messages.is_empty() {
-        for j in 0..s.records.len() {
+        // Only a piece with a uuid can carry the results (they hang from it).
+        for j in (0..s.records.len()).filter(|&j| uuid_of(s, j).is_some()) {
             if let Some(list) = key(j).and_then(|k| messages.get_mut(&k)) {
                 list.push(j);
             }

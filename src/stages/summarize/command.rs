@@ -155,11 +155,15 @@ impl SummarizeRange {
 /// `{"summary": "...", "keep": ["uuid", ...]}` naming records of the range to keep verbatim.
 pub(super) fn parse_reply(out: &str) -> std::result::Result<(String, Vec<String>), String> {
     let t = out.trim();
-    let Some(Value::Object(m)) = t
-        .starts_with('{')
-        .then(|| serde_json::from_str::<Value>(t).ok())
-        .flatten()
-    else {
+    let parsed = t.starts_with('{').then(|| serde_json::from_str::<Value>(t));
+    let Some(Ok(Value::Object(m))) = parsed else {
+        // Meant as the JSON reply but broken: an error, not a summary holding raw JSON (with
+        // the kept steps silently lost).
+        if let Some(Err(e)) = parsed.filter(|_| t.contains("\"summary\"")) {
+            return Err(format!(
+                "its reply starts like a JSON {{\"summary\", \"keep\"}} object but is not valid JSON ({e}); print valid JSON or plain text"
+            ));
+        }
         return Ok((t.to_string(), Vec::new()));
     };
     if let Some(k) = m.keys().find(|k| *k != "summary" && *k != "keep") {
@@ -211,7 +215,12 @@ pub(super) fn kept_records(
             .get(u.as_str())
             .and_then(|i| seg_of.get(i))
             .ok_or_else(|| {
-                format!("`keep` names {u}, which is not a record of the summarized range")
+                // Quoted, escaped and cut: the entry is the command's text, not a uuid.
+                let mut shown: String = u.chars().take(80).collect();
+                if shown.len() < u.len() {
+                    shown.push('…');
+                }
+                format!("`keep` names {shown:?}, which is not a record of the summarized range")
             })?;
         chosen[*g] = true;
     }
