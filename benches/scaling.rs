@@ -7,37 +7,17 @@ mod scaling_inputs;
 
 use std::collections::BTreeSet;
 
-use cchist::engine::config;
-use cchist::engine::pipeline::Pipeline;
-use cchist::error::Origin;
 use cchist::io::framing;
-use cchist::io::output::{Sink, SpanWriter};
+
 use cchist::stages::summarize::digest_body;
 use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use scaling_inputs as gen;
+use scaling_inputs::{pipeline, run};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn pipeline(spec: &str) -> Pipeline {
-    let file = match spec.strip_prefix('@') {
-        Some(name) => config::load_spec(name),
-        None => config::parse(&format!("version = 1\n{spec}"), &Origin::stdin()),
-    };
-    file.expect("bench pipeline").pipeline
-}
-
-fn run(p: &Pipeline, data: &[u8]) -> usize {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(data, &Origin::stdin(), &mut sink)
-        .expect("run");
-    sink.finish().unwrap();
-    drop(sink);
-    out.len()
-}
 
 /// (group, pipeline, base size, input maker).
 type Shape = (&'static str, &'static str, usize, fn(usize) -> String);

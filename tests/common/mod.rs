@@ -199,3 +199,55 @@ pub fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// Sets the modification time of the file `p` to `t`.
+pub fn set_mtime(p: &Path, t: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(p)
+        .expect("open to set mtime")
+        .set_modified(t)
+        .expect("set mtime");
+}
+
+/// Sets the modification time of the file `p` to `secs` seconds ago (so it does not look like a
+/// live session).
+pub fn age(p: &Path, secs: u64) {
+    set_mtime(
+        p,
+        std::time::SystemTime::now() - std::time::Duration::from_secs(secs),
+    );
+}
+
+/// The session parsed from the JSONL bytes `data`.
+pub fn session_of(data: &[u8]) -> cchist::transcript::session::Session<'_> {
+    cchist::transcript::session::Session::new(
+        cchist::io::framing::lines(data, 1)
+            .map(cchist::transcript::record::Record::from_line)
+            .collect(),
+    )
+}
+
+/// The bytes of `s`'s records, written out in order.
+pub fn session_bytes(s: &cchist::transcript::session::Session) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in &s.records {
+        r.write_to(&mut out);
+    }
+    out
+}
+
+/// The uuids of each step's records, in order (steps as `history list --steps` numbers them).
+pub fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
+    let s = session_of(data);
+    let turns = s.turns();
+    s.steps(&turns)
+        .iter()
+        .map(|st| {
+            st.records
+                .iter()
+                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+                .collect()
+        })
+        .collect()
+}

@@ -43,9 +43,7 @@ fn sandbox(names: &[&str]) -> tempfile::TempDir {
 }
 
 fn set_old(p: &Path) {
-    let f = std::fs::File::options().write(true).open(p).unwrap();
-    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
-        .unwrap();
+    crate::common::age(p, 3600);
 }
 
 fn all_names() -> Vec<&'static str> {
@@ -636,12 +634,6 @@ fn backups_prune_removes_old_backups() {
 
 // ---- 7. `ls` at 400 sessions ----
 
-fn set_age(p: &Path, secs: u64) {
-    let f = std::fs::File::options().write(true).open(p).unwrap();
-    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
-        .unwrap();
-}
-
 #[test]
 fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
     let root = sandbox(&all_names());
@@ -651,9 +643,9 @@ fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
     let twin = p05.with_file_name("p05_twin.jsonl");
     std::fs::copy(&p05, &twin).unwrap();
     for (i, name) in all_names().iter().enumerate() {
-        set_age(&session_path(r, name), 3600 * (i as u64 + 2));
+        crate::common::age(&session_path(r, name), 3600 * (i as u64 + 2));
     }
-    set_age(&twin, 3600 * 100 * 24); // 100 days old
+    crate::common::age(&twin, 3600 * 100 * 24); // 100 days old
     let ids = |args: &[&str]| -> Vec<String> {
         let v = json_ok(cc(r).arg("ls").arg("--json").args(args));
         v.as_array()

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -91,9 +91,7 @@ fn session(id: &str, turns: usize, dangling: bool) -> Vec<u8> {
 
 /// Set a file's mtime ten minutes back, so it does not look like a live session.
 fn age(p: &Path) {
-    let f = std::fs::File::options().write(true).open(p).unwrap();
-    f.set_modified(SystemTime::now() - Duration::from_secs(600))
-        .unwrap();
+    crate::common::age(p, 600);
 }
 
 /// `<dir>/<id>.jsonl` holding `bytes`, aged.

@@ -146,12 +146,7 @@ fn in_place_identity_keeps_bytes_mode_mtime_and_leaves_no_temp_file() {
     std::fs::copy(&src, &f).unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    std::fs::File::options()
-        .write(true)
-        .open(&f)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    crate::common::set_mtime(&f, old);
     let before = std::fs::metadata(&f).unwrap();
     cchist()
         .args(["run", "--in-place", "-p"])

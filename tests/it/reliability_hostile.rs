@@ -454,12 +454,7 @@ fn long_line(n: usize) {
     let t0 = Instant::now();
     // identity to stdout, from the file and from a pipe (the streaming reader)
     let id = identity();
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&id)
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&id, &[], &f);
     assert_eq!(code(&o), 0);
     assert_eq!(o.stdout.len() as u64, len);
     let o = Command::new(bin())
@@ -488,13 +483,7 @@ fn long_line(n: usize) {
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&changing_pipeline().0)
-        .args(["--in-place", "--force"])
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&changing_pipeline().0, &["--in-place", "--force"], &f);
     let c = code(&o);
     assert!(c == 0 || c == 2, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(temp_files(dir.path()).is_empty());
@@ -522,13 +511,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let own = proj.join("own.jsonl");
     std::fs::write(&own, session(10, 20_000)).unwrap();
     let p = changing_pipeline().0.clone();
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force"])
-        .arg(dir.path().join("projects"))
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force"], &dir.path().join("projects"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 0, "{err}");
     assert!(
@@ -549,13 +532,7 @@ fn symlink_pointing_outside_is_not_followed() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("not followed"));
     // --in-place on the link by name: refused, target untouched
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force"])
-        .arg(proj.join("link.jsonl"))
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force"], &proj.join("link.jsonl"));
     assert_eq!(code(&o), 2);
     assert!(String::from_utf8_lossy(&o.stderr).contains("symbolic link"));
     assert!(std::fs::read(&secret_file).unwrap() == victim);
@@ -570,13 +547,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let mut bak = own.as_os_str().to_owned();
     bak.push(".bak");
     std::os::unix::fs::symlink(&target, PathBuf::from(&bak)).unwrap();
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force", "--backup", ".bak"])
-        .arg(&own)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force", "--backup", ".bak"], &own);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         std::fs::read(&target).unwrap(),
@@ -793,13 +764,7 @@ fn full_disk_leaves_the_original_intact() {
         let len = f.metadata().unwrap().len();
         f.set_len(len.saturating_sub(8192)).unwrap();
     }
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force", "--backup", ".bak"])
-        .arg(&g)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force", "--backup", ".bak"], &g);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let (c, now, temps) = (code(&o), std::fs::read(&g).unwrap(), temp_files(&mnt));
     assert_eq!(c, 2, "{err}");

@@ -60,12 +60,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
                 std::os::unix::fs::chown(&p, Some(u), Some(g)).unwrap();
             }
         }
-        std::fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        crate::common::set_mtime(&p, old);
         let before = std::fs::metadata(&p).unwrap();
         let o = run_umask0(&[
             os("run"),

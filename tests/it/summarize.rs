@@ -4,12 +4,9 @@
 use std::path::Path;
 
 use cchist::findings::validate::validate;
-use cchist::io::framing::lines;
-use cchist::transcript::record::Record;
-use cchist::transcript::session::Session;
 use serde_json::Value;
 
-use crate::common::{cchist, corpus};
+use crate::common::{cchist, corpus, session_of, step_uuids};
 
 fn run(args: &[&str], input: &Path) -> std::process::Output {
     cchist().args(args).arg(input).output().unwrap()
@@ -29,7 +26,7 @@ fn records(data: &[u8]) -> Vec<Value> {
 
 /// The prompt text of each turn, in order.
 fn prompts(data: &[u8]) -> Vec<String> {
-    let mut s = Session::new(lines(data, 1).map(Record::from_line).collect());
+    let mut s = session_of(data);
     let turns = s.turns();
     turns
         .iter()
@@ -211,21 +208,6 @@ fn a_failing_command_leaves_the_file_untouched() {
         .unwrap();
     assert_eq!(sum["message"]["content"], "6");
     assert_eq!(sum["cchistSummary"]["source"], "command");
-}
-
-/// The uuids of each step's records (steps as `history list --steps` numbers them).
-fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
-    let s = Session::new(lines(data, 1).map(Record::from_line).collect());
-    let turns = s.turns();
-    s.steps(&turns)
-        .iter()
-        .map(|st| {
-            st.records
-                .iter()
-                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
-                .collect()
-        })
-        .collect()
 }
 
 /// `--command` answering `{"summary", "keep"}`: the kept steps stay verbatim (a uuid in the
