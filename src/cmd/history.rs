@@ -237,19 +237,8 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     if a.steps {
         return list_steps(&mut session, &a);
     }
-    let mut rows = turns::rows(&mut session);
-    if let Some(n) = a.recent {
-        rows.drain(..rows.len().saturating_sub(n));
-    }
-    let mut out = std::io::stdout().lock();
-    if a.format.json() {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
-        return Ok(ExitStatus::Ok);
-    }
-    for r in rows {
-        writeln!(
-            out,
+    print_rows(turns::rows(&mut session), &a, |r| {
+        format!(
             "{:>4}  {}  {}  {:>3} tools {:>10}  {}",
             r.number,
             r.uuid,
@@ -257,30 +246,18 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
             r.tool_calls,
             super::print::human_bytes(r.bytes as u64),
             r.prompt
-        )?;
-    }
-    Ok(ExitStatus::Ok)
+        )
+    })
 }
 
 fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitStatus> {
-    let mut rows = turns::step_rows(session);
-    if let Some(n) = a.recent {
-        rows.drain(..rows.len().saturating_sub(n));
-    }
-    let mut out = std::io::stdout().lock();
-    if a.format.json() {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
-        return Ok(ExitStatus::Ok);
-    }
-    for r in rows {
+    print_rows(turns::step_rows(session), a, |r| {
         let tools = if r.tools.is_empty() {
             String::new()
         } else {
             format!("→ {} ", r.tools.join(","))
         };
-        writeln!(
-            out,
+        format!(
             "{:>5}  turn {:<3} {}  {}  {:>3} rec {:>10}  {}{}",
             r.number,
             r.turn,
@@ -290,7 +267,28 @@ fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitSta
             super::print::human_bytes(r.bytes as u64),
             turns::shorten(&tools, 40),
             r.text
-        )?;
+        )
+    })
+}
+
+/// Prints the last `--recent` of `rows` on stdout: as JSON with `--format json`, else one
+/// `line` each.
+fn print_rows<T: serde::Serialize>(
+    mut rows: Vec<T>,
+    a: &ListArgs,
+    line: impl Fn(&T) -> String,
+) -> anyhow::Result<ExitStatus> {
+    if let Some(n) = a.recent {
+        rows.drain(..rows.len().saturating_sub(n));
+    }
+    let mut out = std::io::stdout().lock();
+    if a.format.json() {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        for r in &rows {
+            writeln!(out, "{}", line(r))?;
+        }
     }
     Ok(ExitStatus::Ok)
 }
