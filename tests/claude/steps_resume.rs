@@ -503,13 +503,7 @@ fn resume_command_keep() {
     let steps = step_uuids(&orig);
     let n = steps.len();
     let keep_step = 20;
-    let dir = tempfile::tempdir().unwrap();
-    let reply = dir.path().join("reply.json");
-    std::fs::write(
-        &reply,
-        json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]}).to_string(),
-    )
-    .unwrap();
+    let (dir, reply) = crate::common::temp_file("reply.json", json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]}).to_string());
     let cmd = format!("cat >/dev/null; cat {}", reply.display());
     let (out, _) = cchist(
         &[

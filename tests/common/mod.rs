@@ -251,3 +251,23 @@ pub fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
         })
         .collect()
 }
+
+/// Asserts `out` exited with `code`; the message shows its stdout and stderr.
+pub fn assert_code(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A new temp folder holding the file `name` with `content`: the folder (removed when dropped)
+/// and the file's path.
+pub fn temp_file(name: &str, content: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join(name);
+    std::fs::write(&p, content).expect("write temp file");
+    (dir, p)
+}

@@ -341,9 +341,7 @@ fn check_on_a_terminal_without_paths_scans_the_projects() {
 #[test]
 fn history_list_on_a_non_transcript_file_says_so() {
     let root = sandbox(&["p01_quickstart"]);
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("data.jsonl");
-    std::fs::write(&f, "{\"a\":1}\n{\"b\":2}\n").unwrap();
+    let (_dir, f) = crate::common::temp_file("data.jsonl", "{\"a\":1}\n{\"b\":2}\n");
     let o = run(cc(root.path()).args(["history", "list", "-f"]).arg(&f));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -783,9 +781,10 @@ fn completions_for_every_shell_and_a_man_page() {
         }
     }
     // The bash script loads and registers itself.
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("cchist.bash");
-    std::fs::write(&script, run(cc(r).args(["completions", "bash"])).stdout).unwrap();
+    let (_dir, script) = crate::common::temp_file(
+        "cchist.bash",
+        run(cc(r).args(["completions", "bash"])).stdout,
+    );
     let o = Command::new("bash")
         .arg("-c")
         .arg(format!("source {} && complete -p cchist", script.display()))

@@ -90,9 +90,8 @@ fn identity_reproduces_awkward_inputs_via_file_and_stdin() {
 
 #[test]
 fn on_invalid_error_names_file_and_line_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("strict.toml");
-    std::fs::write(&p, "version = 1\non_invalid_json = \"error\"\n").unwrap();
+    let (dir, p) =
+        crate::common::temp_file("strict.toml", "version = 1\non_invalid_json = \"error\"\n");
     let f = dir.path().join("s.jsonl");
     std::fs::write(&f, b"{\"a\":1}\n{\"a\":\n{\"b\":2}\n").unwrap();
     let out = cchist()
@@ -119,9 +118,7 @@ fn on_invalid_error_names_file_and_line_and_writes_nothing() {
 
 #[test]
 fn dry_run_counts_invalid_lines_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.jsonl");
-    std::fs::write(&f, b"{\"a\":1}\nnope\n\0\0\n").unwrap();
+    let (_dir, f) = crate::common::temp_file("s.jsonl", b"{\"a\":1}\nnope\n\0\0\n");
     let out = cchist()
         .args(["run", "--dry-run", "--json", "-p"])
         .arg(identity())
@@ -208,9 +205,7 @@ fn clear_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.jsonl"));
     // pipeline typo
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("typo.toml");
-    std::fs::write(&p, "version = 1\ndescripton = \"x\"\n").unwrap();
+    let (_dir, p) = crate::common::temp_file("typo.toml", "version = 1\ndescripton = \"x\"\n");
     let out = cchist().args(["run", "-p"]).arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -316,9 +316,10 @@ fn redact_removes_plain_and_escaped_secrets() {
         eprintln!("SKIPPED: no `redact` stage registered yet");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let pipeline = dir.path().join("redact.toml");
-    std::fs::write(&pipeline, "version = 1\n\n[[stage]]\ntype = \"redact\"\n").unwrap();
+    let (dir, pipeline) = crate::common::temp_file(
+        "redact.toml",
+        "version = 1\n\n[[stage]]\ntype = \"redact\"\n",
+    );
     let all_escaped: String = SECRET
         .chars()
         .map(|c| format!("\\u{:04x}", c as u32))

@@ -320,9 +320,7 @@ fn command_json_reply_errors_leave_the_file_untouched() {
             "unknown key `kept`",
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("s.jsonl");
-        std::fs::write(&f, &data).unwrap();
+        let (dir, f) = crate::common::temp_file("s.jsonl", &data);
         let r = dir.path().join("reply.json");
         std::fs::write(&r, &reply).unwrap();
         let cmd = format!("cat {}", r.display());
