@@ -271,3 +271,19 @@ pub fn temp_file(name: &str, content: impl AsRef<[u8]>) -> (tempfile::TempDir, P
     std::fs::write(&p, content).expect("write temp file");
     (dir, p)
 }
+
+/// `p` run over `data` in memory: as one buffer (`run_buffer`), or read as a stream
+/// (`run_stream`) when `stream`. The output bytes.
+pub fn run_in_memory(p: &cchist::engine::pipeline::Pipeline, data: &[u8], stream: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut sink = cchist::io::output::SpanWriter::new(&mut out);
+    let origin = cchist::error::Origin::stdin();
+    if stream {
+        p.run_stream(data, &origin, &mut sink).unwrap();
+    } else {
+        p.run_buffer(data, &origin, &mut sink).unwrap();
+    }
+    cchist::io::output::Sink::finish(&mut sink).unwrap();
+    drop(sink);
+    out
+}

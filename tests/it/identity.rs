@@ -5,11 +5,9 @@ use std::path::PathBuf;
 
 use assert_cmd::Command;
 use cchist::engine::pipeline::Pipeline;
-use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
-use proptest::prelude::*;
 
 use crate::common::{corpus, corpus_files, manifest, own_corpus_len};
+use proptest::prelude::*;
 
 fn cchist() -> Command {
     Command::from_std(crate::common::cchist())
@@ -236,25 +234,11 @@ fn unreadable_directory_is_a_clear_error() {
 }
 
 fn run_identity(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    Pipeline::identity()
-        .run_buffer(input, &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    out
+    crate::common::run_in_memory(&Pipeline::identity(), input, false)
 }
 
 fn run_identity_stream(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    Pipeline::identity()
-        .run_stream(input, &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    out
+    crate::common::run_in_memory(&Pipeline::identity(), input, true)
 }
 
 fn line_soup() -> impl Strategy<Value = Vec<u8>> {

@@ -7,8 +7,6 @@
 mod recall_gen;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use recall_gen::{encodings, kinds, leaks, lookalikes, positions, visible_text, Gen};
 use serde_json::Value;
@@ -20,13 +18,7 @@ fn pipeline() -> Pipeline {
 
 fn redact_lines(p: &Pipeline, lines: &[String]) -> Vec<String> {
     let input = lines.join("\n") + "\n";
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(input.as_bytes(), &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    let text = String::from_utf8(out).unwrap();
+    let text = String::from_utf8(crate::common::run_in_memory(p, input.as_bytes(), false)).unwrap();
     let v: Vec<String> = text.lines().map(str::to_string).collect();
     assert_eq!(v.len(), lines.len(), "redact keeps every record");
     v

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use crate::reliability_common::*;
 use cchist::engine::pipeline::Pipeline;
 use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
 
 /// Run `cmd` with a deadline (a parent cycle must not hang a stage); stdin from `input`.
 fn run_timed(mut cmd: Command, input: Option<&[u8]>, secs: u64) -> Output {
@@ -199,13 +198,7 @@ fn cases() -> Vec<Case> {
 #[test]
 fn hostile_cases_through_the_library() {
     for c in cases() {
-        let mut out = Vec::new();
-        let mut sink = SpanWriter::new(&mut out);
-        Pipeline::identity()
-            .run_buffer(&c.body, &Origin::stdin(), &mut sink)
-            .unwrap();
-        sink.finish().unwrap();
-        drop(sink);
+        let out = crate::common::run_in_memory(&Pipeline::identity(), &c.body, false);
         assert!(out == c.body, "{}: identity changed bytes", c.name);
         let findings = cchist::findings::validate::validate(&c.body);
         if let Some(rule) = c.rule {
