@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{session_of, step_uuids};
+use crate::common::{session_of, step_uuids, summary_record};
 use crate::support::*;
 use cchist::findings::validate::validate;
 use cchist::transcript::budget;
@@ -159,15 +159,7 @@ fn fit(input: &Path, budget_tokens: u64) -> (Vec<u8>, Vec<u8>, String) {
         )),
         "{err}"
     );
-    let mut sum = session_of(&out);
-    let summary = (0..sum.records.len())
-        .find_map(|i| {
-            sum.records[i]
-                .value()
-                .ok()
-                .and_then(|v| v.get("cchistSummary").cloned())
-        })
-        .expect("a summary");
+    let summary = summary_record(&out).expect("a summary")["cchistSummary"].clone();
     let steps = summary["steps"].as_str().unwrap().to_string();
     let last: usize = steps.split("..").last().unwrap().parse().unwrap();
     let all = step_uuids(&orig);
@@ -405,15 +397,7 @@ fn step_range_flags_and_pipeline_file_agree() {
     );
     check_shape(&by_steps, &orig, &steps[b..]);
     // The removed records are exactly steps a..=b plus turn 2's prompt between them.
-    let mut out_s = session_of(&by_steps);
-    let sum = (0..out_s.records.len())
-        .find_map(|i| {
-            out_s.records[i]
-                .value()
-                .ok()
-                .and_then(|v| v.get("cchistSummary").cloned())
-        })
-        .unwrap();
+    let sum = summary_record(&by_steps).unwrap()["cchistSummary"].clone();
     assert_eq!(sum["steps"], format!("{a}..{b}"));
     assert_eq!(sum["turns"], "1..2");
     let removed: HashSet<&str> = sum["removedUuids"]

@@ -287,3 +287,40 @@ pub fn run_in_memory(p: &cchist::engine::pipeline::Pipeline, data: &[u8], stream
     drop(sink);
     out
 }
+
+/// Copies the generated corpus session `name` and its companion folder under the config root
+/// `root`, where Claude Code keeps them (`projects/<folder of its cwd>/`); returns the copy's
+/// path.
+pub fn install_generated(root: &Path, name: &str) -> PathBuf {
+    let src = corpus_dir().join("generated").join(format!("{name}.jsonl"));
+    let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
+    let dir = root
+        .join("projects")
+        .join(cchist::claude::layout::project_folder_name(&cwd));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(format!("{name}.jsonl"));
+    std::fs::copy(&src, &dst).unwrap();
+    let comp = corpus_dir().join("generated").join(name);
+    if comp.is_dir() {
+        copy_dir(&comp, &dir.join(name));
+    }
+    dst
+}
+
+/// The record of the transcript `data` that carries `cchistSummary` (what `summarize-range`
+/// writes); every line must be JSON.
+pub fn summary_record(data: &[u8]) -> Option<serde_json::Value> {
+    data.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice::<serde_json::Value>(l).expect("a JSON line"))
+        .find(|r| r.get("cchistSummary").is_some())
+}
+
+/// The whole number `field` of each object in the JSON array `v`.
+pub fn u64s(v: &serde_json::Value, field: &str) -> Vec<u64> {
+    v.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|o| o[field].as_u64().expect("a whole number"))
+        .collect()
+}

@@ -7,27 +7,18 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{copy_dir, corpus_dir};
+use crate::common::{corpus_dir, install_generated};
 
 /// A config root holding generated sessions where Claude Code would put them.
 fn sandbox(names: &[&str]) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     for name in names {
-        let src = corpus_dir().join("generated").join(format!("{name}.jsonl"));
-        let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
-        let dir = root
-            .path()
-            .join("projects")
-            .join(cchist::claude::layout::project_folder_name(&cwd));
-        std::fs::create_dir_all(&dir).unwrap();
-        let dst = dir.join(format!("{name}.jsonl"));
-        std::fs::copy(&src, &dst).unwrap();
+        let dst = install_generated(root.path(), name);
         // Old enough not to look live.
         set_old(&dst);
-        let comp = corpus_dir().join("generated").join(name);
+        let comp = dst.with_extension("");
         if comp.is_dir() {
-            copy_dir(&comp, &dir.join(name));
-            let mut stack = vec![dir.join(name)];
+            let mut stack = vec![comp];
             while let Some(d) = stack.pop() {
                 for e in std::fs::read_dir(&d).unwrap().flatten() {
                     if e.path().is_dir() {
@@ -667,20 +658,10 @@ fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
     assert!(text.contains("KiB") || text.contains("MiB"), "{text}");
     // --sort size: the largest first.
     let v = json_ok(cc(r).args(["ls", "--json", "--sort", "size"]));
-    let sizes: Vec<u64> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["bytes"].as_u64().unwrap())
-        .collect();
+    let sizes = crate::common::u64s(&v, "bytes");
     assert_eq!(sizes.iter().max(), sizes.first());
     let turns = json_ok(cc(r).args(["ls", "--json", "--sort", "turns"]));
-    let t: Vec<u64> = turns
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["turns"].as_u64().unwrap())
-        .collect();
+    let t = crate::common::u64s(&turns, "turns");
     assert_eq!(t.iter().max(), t.first());
     // --limit, --since.
     assert_eq!(ids(&["--limit", "2"]).len(), 2);

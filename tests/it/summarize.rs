@@ -6,7 +6,7 @@ use std::path::Path;
 use cchist::findings::validate::validate;
 use serde_json::Value;
 
-use crate::common::{cchist, corpus, session_of, step_uuids};
+use crate::common::{cchist, corpus, session_of, step_uuids, summary_record};
 
 fn run(args: &[&str], input: &Path) -> std::process::Output {
     cchist().args(args).arg(input).output().unwrap()
@@ -156,10 +156,7 @@ fn uuids_snap_to_whole_turns() {
         ],
         &input,
     );
-    let sum = records(&out)
-        .into_iter()
-        .find(|r| r.get("cchistSummary").is_some())
-        .unwrap();
+    let sum = summary_record(&out).unwrap();
     assert_eq!(sum["cchistSummary"]["turns"], "3..5");
     assert!(validate(&out).is_empty());
 }
@@ -202,10 +199,7 @@ fn a_failing_command_leaves_the_file_untouched() {
         ],
         &p,
     );
-    let sum = records(&out)
-        .into_iter()
-        .find(|r| r.get("cchistSummary").is_some())
-        .unwrap();
+    let sum = summary_record(&out).unwrap();
     assert_eq!(sum["message"]["content"], "6");
     assert_eq!(sum["cchistSummary"]["source"], "command");
 }
