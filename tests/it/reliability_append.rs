@@ -198,11 +198,7 @@ fn append_during_in_place_bounded() {
 #[test]
 #[ignore = "long: 40 MB session, CCHIST_APPEND_RUNS iterations (default 60)"]
 fn append_during_in_place_long() {
-    let runs = std::env::var("CCHIST_APPEND_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    append_runs(runs, 40 << 20);
+    append_runs(env_runs("CCHIST_APPEND_RUNS", 60), 40 << 20);
 }
 
 /// The window between cchist's last check and its rename, made wide on purpose: `strace`

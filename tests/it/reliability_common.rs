@@ -234,3 +234,20 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// The number in the environment variable `var` (how many runs a long test does), else
+/// `default`.
+pub fn env_runs(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Writes `bytes` to `dir/rel`, creating its folders; returns the path.
+pub fn write_under(dir: &Path, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, bytes).unwrap();
+    p
+}

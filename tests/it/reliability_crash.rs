@@ -249,11 +249,7 @@ fn crash_kill_bounded() {
 #[test]
 #[ignore = "long: 150 SIGKILLs (CCHIST_CRASH_RUNS to change)"]
 fn crash_kill_long() {
-    let runs = std::env::var("CCHIST_CRASH_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
-    crash_runs(runs);
+    crash_runs(env_runs("CCHIST_CRASH_RUNS", 150));
 }
 
 /// Leftover cleanup never touches what is not ours: look-alike names, links, files of a
@@ -261,10 +257,8 @@ fn crash_kill_long() {
 #[test]
 fn leftover_cleanup_removes_only_our_stale_temp_files() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("projects/p");
-    std::fs::create_dir_all(&root).unwrap();
-    let s = root.join("s.jsonl");
-    std::fs::write(&s, b"{\"type\":\"user\"}\n").unwrap();
+    let s = write_under(dir.path(), "projects/p/s.jsonl", b"{\"type\":\"user\"}\n");
+    let root = s.parent().unwrap().to_path_buf();
     // A dead pid: spawn and reap a short process.
     let dead = {
         let mut c = Command::new("true").spawn().unwrap();

@@ -492,11 +492,9 @@ fn long_line(n: usize) {
 #[test]
 fn symlink_pointing_outside_is_not_followed() {
     let dir = tempfile::tempdir().unwrap();
-    let outside = dir.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let secret_file = outside.join("victim.jsonl");
     let victim = session(9, 20_000);
-    std::fs::write(&secret_file, &victim).unwrap();
+    let secret_file = write_under(dir.path(), "outside/victim.jsonl", &victim);
+    let outside = secret_file.parent().unwrap().to_path_buf();
     let proj = dir.path().join("projects/p");
     std::fs::create_dir_all(&proj).unwrap();
     std::os::unix::fs::symlink(&secret_file, proj.join("link.jsonl")).unwrap();

@@ -46,6 +46,23 @@ fn all_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// `meta` (of the file `what`) has the mode `m`, the owner of `before` and the mtime `old`.
+fn assert_kept(
+    meta: &std::fs::Metadata,
+    before: &std::fs::Metadata,
+    m: u32,
+    old: SystemTime,
+    what: &str,
+) {
+    assert_eq!(meta.mode() & 0o7777, m, "{what} mode");
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (before.uid(), before.gid()),
+        "{what} owner"
+    );
+    assert_eq!(meta.modified().unwrap(), old, "{what} mtime kept");
+}
+
 #[test]
 fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,23 +96,11 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
             "the pipeline changed nothing"
         );
         assert_ne!(after.ino(), before.ino(), "replaced by rename");
-        assert_eq!(after.mode() & 0o7777, m, "output mode");
-        assert_eq!(
-            (after.uid(), after.gid()),
-            (before.uid(), before.gid()),
-            "output owner"
-        );
-        assert_eq!(after.modified().unwrap(), old, "output mtime kept");
+        assert_kept(&after, &before, m, old, "output");
         let b = dir.path().join("s.jsonl.orig");
         let bm = std::fs::metadata(&b).unwrap();
         assert!(std::fs::read(&b).unwrap() == orig, "backup is the original");
-        assert_eq!(bm.mode() & 0o7777, m, "backup mode");
-        assert_eq!(
-            (bm.uid(), bm.gid()),
-            (before.uid(), before.gid()),
-            "backup owner"
-        );
-        assert_eq!(bm.modified().unwrap(), old, "backup mtime");
+        assert_kept(&bm, &before, m, old, "backup");
         // nothing else appeared, and nothing is more open than the original
         let files = all_files(dir.path());
         assert_eq!(files.len(), 2, "{files:?}");
@@ -184,10 +189,11 @@ fn temp_files_are_private_and_named_after_the_target() {
 #[test]
 fn out_dir_creates_private_folders_under_umask_000() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("projects/-home-u-p");
-    std::fs::create_dir_all(&src).unwrap();
-    let f = src.join("s.jsonl");
-    std::fs::write(&f, session(40, 50_000)).unwrap();
+    let f = write_under(
+        dir.path(),
+        "projects/-home-u-p/s.jsonl",
+        session(40, 50_000),
+    );
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = dir.path().join("out");
     let o = run_umask0(&[
