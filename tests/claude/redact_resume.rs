@@ -76,14 +76,7 @@ fn redacted_p01_resumes_intact_and_leaks_nothing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let redacted = redact_into(&input, tmp.path());
 
-    let (orig, red) = std::thread::scope(|s| {
-        let a = s.spawn(|| resume(&input));
-        let b = resume(&redacted);
-        (
-            a.join().expect("resume thread").expect("CLI"),
-            b.expect("CLI"),
-        )
-    });
+    let (orig, red) = resume_both(&input, &redacted);
     let before = orig.expect_ok("p01_quickstart");
     let after = red.expect_ok("redacted p01_quickstart");
 
@@ -148,14 +141,7 @@ fn a_removed_thinking_block_still_resumes() {
         "the thinking block should be gone"
     );
 
-    let (orig, red) = std::thread::scope(|s| {
-        let a = s.spawn(|| resume(&input));
-        let b = resume(&redacted);
-        (
-            a.join().expect("resume thread").expect("CLI"),
-            b.expect("CLI"),
-        )
-    });
+    let (orig, red) = resume_both(&input, &redacted);
     let before = orig.expect_ok("p01_quickstart");
     let after = red.expect_ok("p01 with its thinking block removed");
     assert_no_secret_reaches_model(after, &[token.as_str()]);

@@ -1,7 +1,7 @@
 //! The identity pipeline is lossless: every byte of every input comes back, whatever the input.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use cchist::engine::pipeline::Pipeline;
@@ -17,17 +17,22 @@ fn identity() -> PathBuf {
     manifest().join("filters/identity.toml")
 }
 
+/// `cchist run -p identity.toml FILE`.
+fn run_identity_on(f: &Path) -> std::process::Output {
+    cchist()
+        .args(["run", "--pipeline"])
+        .arg(identity())
+        .arg(f)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn identity_reproduces_every_corpus_file_byte_for_byte() {
     let files = corpus_files("");
     assert!(files.len() >= own_corpus_len("").max(30), "{files:?}");
     for f in files {
-        let out = cchist()
-            .args(["run", "--pipeline"])
-            .arg(identity())
-            .arg(&f)
-            .output()
-            .unwrap();
+        let out = run_identity_on(&f);
         assert!(out.status.success(), "{}: {:?}", f.display(), out);
         assert!(
             out.stdout == std::fs::read(&f).unwrap(),
@@ -67,12 +72,7 @@ fn identity_reproduces_awkward_inputs_via_file_and_stdin() {
     for (name, bytes) in awkward_inputs() {
         let f = dir.path().join(format!("{name}.jsonl"));
         std::fs::write(&f, &bytes).unwrap();
-        let out = cchist()
-            .args(["run", "-p"])
-            .arg(identity())
-            .arg(&f)
-            .output()
-            .unwrap();
+        let out = run_identity_on(&f);
         assert!(out.status.success(), "{name}: {out:?}");
         assert_eq!(out.stdout, bytes, "{name} via file");
         let out = cchist()

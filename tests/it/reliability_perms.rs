@@ -25,6 +25,20 @@ fn run_umask0(args: &[&std::ffi::OsStr]) -> Output {
     c.output().unwrap()
 }
 
+/// `run -p <changing pipeline> --in-place --force EXTRA FILE` under umask 000.
+fn in_place_umask0(extra: &[&str], file: &Path) -> Output {
+    let mut args = vec![
+        os("run"),
+        os("-p"),
+        changing_pipeline().0.as_os_str(),
+        os("--in-place"),
+        os("--force"),
+    ];
+    args.extend(extra.iter().map(|e| os(e)));
+    args.push(file.as_os_str());
+    run_umask0(&args)
+}
+
 fn os(s: &str) -> &std::ffi::OsStr {
     std::ffi::OsStr::new(s)
 }
@@ -79,16 +93,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
         }
         crate::common::set_mtime(&p, old);
         let before = std::fs::metadata(&p).unwrap();
-        let o = run_umask0(&[
-            os("run"),
-            os("-p"),
-            changing_pipeline().0.as_os_str(),
-            os("--in-place"),
-            os("--force"),
-            os("--backup"),
-            os(".orig"),
-            p.as_os_str(),
-        ]);
+        let o = in_place_umask0(&["--backup", ".orig"], &p);
         assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
         let after = std::fs::metadata(&p).unwrap();
         assert!(
@@ -112,15 +117,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
     // --touch sets mtime to now, keeps the rest
     std::fs::write(&p, &orig).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let o = run_umask0(&[
-        os("run"),
-        os("-p"),
-        changing_pipeline().0.as_os_str(),
-        os("--in-place"),
-        os("--force"),
-        os("--touch"),
-        p.as_os_str(),
-    ]);
+    let o = in_place_umask0(&["--touch"], &p);
     assert_eq!(code(&o), 0);
     let after = std::fs::metadata(&p).unwrap();
     assert_eq!(after.mode() & 0o7777, 0o600);

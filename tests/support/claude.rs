@@ -538,6 +538,18 @@ pub fn resume(transcript: &Path) -> Option<Probe> {
     sandbox.resume(&sid, &[])
 }
 
+/// [`resume`] of `a` and of `b`, run at once; panics without a CLI.
+pub fn resume_both(a: &Path, b: &Path) -> (Probe, Probe) {
+    std::thread::scope(|s| {
+        let pa = s.spawn(|| resume(a));
+        let pb = resume(b);
+        (
+            pa.join().expect("resume thread").expect("CLI"),
+            pb.expect("CLI"),
+        )
+    })
+}
+
 /// One prompt of a [`Scenario`] and the assistant turns the mock answers it with.
 #[derive(Clone, Debug)]
 pub struct Prompt {
