@@ -400,11 +400,8 @@ fn step_range_flags_and_pipeline_file_agree() {
     let sum = summary_record(&by_steps).unwrap()["cchistSummary"].clone();
     assert_eq!(sum["steps"], format!("{a}..{b}"));
     assert_eq!(sum["turns"], "1..2");
-    let removed: HashSet<&str> = sum["removedUuids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u.as_str().unwrap())
+    let removed: HashSet<&str> = crate::common::strs(&sum["removedUuids"])
+        .into_iter()
         .collect();
     let mut o = session_of(&orig);
     let turns = o.turns();
@@ -487,8 +484,9 @@ fn resume_command_keep() {
     let steps = step_uuids(&orig);
     let n = steps.len();
     let keep_step = 20;
-    let (dir, reply) = crate::common::temp_file("reply.json", json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]}).to_string());
-    let cmd = format!("cat >/dev/null; cat {}", reply.display());
+    let dir = tempfile::tempdir().unwrap();
+    let reply = json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]});
+    let cmd = crate::common::reply_command(dir.path(), &reply.to_string());
     let (out, _) = cchist(
         &[
             "summarize-range",

@@ -324,3 +324,20 @@ pub fn u64s(v: &serde_json::Value, field: &str) -> Vec<u64> {
         .map(|o| o[field].as_u64().expect("a whole number"))
         .collect()
 }
+
+/// A `summarize-range --command` that reads its input and prints `reply` (kept in
+/// `dir/reply.json`).
+pub fn reply_command(dir: &Path, reply: &str) -> String {
+    let p = dir.join("reply.json");
+    std::fs::write(&p, reply).expect("write reply");
+    format!("cat >/dev/null; cat {}", p.display())
+}
+
+/// The strings of the JSON array `v`.
+pub fn strs(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|s| s.as_str().expect("a string"))
+        .collect()
+}

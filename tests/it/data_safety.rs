@@ -164,10 +164,16 @@ fn partial_last_line_stays_last_and_a_second_run_changes_nothing() {
         );
     }
 
-    // history insert after the last turn, and summarize-range.
-    std::fs::write(&p, &bytes).unwrap();
-    age(&p);
-    let o = run(&[
+    // history insert after the last turn, and summarize-range: each on the original bytes,
+    // aged, and must succeed; the file it leaves.
+    let edited = |args: &[&str]| {
+        std::fs::write(&p, &bytes).unwrap();
+        age(&p);
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        std::fs::read(&p).unwrap()
+    };
+    let after = edited(&[
         "history",
         "insert",
         "--file",
@@ -177,12 +183,8 @@ fn partial_last_line_stays_last_and_a_second_run_changes_nothing() {
         "--content",
         "inserted",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_tail_kept(&std::fs::read(&p).unwrap(), tail, "history insert");
-
-    std::fs::write(&p, &bytes).unwrap();
-    age(&p);
-    let o = run(&[
+    assert_tail_kept(&after, tail, "history insert");
+    let after = edited(&[
         "summarize-range",
         "--keep-last",
         "1",
@@ -191,8 +193,6 @@ fn partial_last_line_stays_last_and_a_second_run_changes_nothing() {
         "-i",
         s(&p),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let after = std::fs::read(&p).unwrap();
     assert_tail_kept(&after, tail, "summarize-range");
 }
 

@@ -57,6 +57,19 @@ fn pct(s: Score) -> f64 {
     100.0 * s.ok as f64 / s.n.max(1) as f64
 }
 
+/// Prints one table of the report: each name with its case count and share of `ok` cases.
+fn print_table<'a>(
+    heading: &str,
+    measure: &str,
+    names: impl Iterator<Item = &'a str>,
+    scores: &[Score],
+) {
+    println!("\n{heading:<34} {:>6} {measure:>8}", "cases");
+    for (name, s) in names.zip(scores) {
+        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
+    }
+}
+
 #[test]
 fn recall_and_lookalike_precision_on_the_labeled_generator() {
     let mut g = Gen(0x5eed_1234_abcd_ef01);
@@ -136,22 +149,20 @@ fn recall_and_lookalike_precision_on_the_labeled_generator() {
         }
     }
 
-    println!("\n{:<34} {:>6} {:>8}", "positive kind", "cases", "recall");
-    for ((name, _), s) in kinds.iter().zip(&by_kind) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
-    println!("\n{:<34} {:>6} {:>8}", "position", "cases", "recall");
-    for ((name, _), s) in positions.iter().zip(&by_pos) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
-    println!("\n{:<34} {:>6} {:>8}", "encoding", "cases", "recall");
-    for ((name, _), s) in encodings.iter().zip(&by_enc) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
-    println!("\n{:<34} {:>6} {:>8}", "look-alike class", "cases", "kept");
-    for ((name, _), s) in looks.iter().zip(&by_look) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
+    print_table(
+        "positive kind",
+        "recall",
+        kinds.iter().map(|k| k.0),
+        &by_kind,
+    );
+    print_table("position", "recall", positions.iter().map(|k| k.0), &by_pos);
+    print_table("encoding", "recall", encodings.iter().map(|k| k.0), &by_enc);
+    print_table(
+        "look-alike class",
+        "kept",
+        looks.iter().map(|k| k.0),
+        &by_look,
+    );
     let total = by_kind.iter().fold(Score::default(), |a, s| Score {
         n: a.n + s.n,
         ok: a.ok + s.ok,

@@ -77,12 +77,7 @@ fn turns_2_to_10_become_one_summary_turn_in_place() {
         .unwrap();
     assert_eq!(step11["parentUuid"], sum["uuid"]);
     // Every removed chain uuid is named; none is left in the file.
-    let removed: Vec<&str> = sum["cchistSummary"]["removedUuids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u.as_str().unwrap())
-        .collect();
+    let removed = crate::common::strs(&sum["cchistSummary"]["removedUuids"]);
     let removed_lines = orig.len() + 1 - recs.len();
     assert_eq!(sum["cchistSummary"]["records"], removed_lines);
     assert!(!removed.is_empty());
@@ -229,13 +224,10 @@ fn command_json_reply_keeps_whole_steps_verbatim() {
             .iter()
             .map(|&k| steps[k].last().unwrap().as_str())
             .collect();
-        let reply = dir.path().join("reply.json");
-        std::fs::write(
-            &reply,
-            serde_json::json!({"summary": "S-JSON", "keep": uuids}).to_string(),
-        )
-        .unwrap();
-        let cmd = format!("cat >/dev/null; cat {}", reply.display());
+        let cmd = crate::common::reply_command(
+            dir.path(),
+            &serde_json::json!({"summary": "S-JSON", "keep": uuids}).to_string(),
+        );
         let out = ok(
             &[
                 "summarize-range",
@@ -257,12 +249,7 @@ fn command_json_reply_keeps_whole_steps_verbatim() {
             .unwrap();
         let sum = &recs[at];
         assert_eq!(sum["message"]["content"], "S-JSON");
-        let kept: Vec<&str> = sum["cchistSummary"]["keptUuids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|u| u.as_str().unwrap())
-            .collect();
+        let kept = crate::common::strs(&sum["cchistSummary"]["keptUuids"]);
         let out_lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
         for &k in &keep {
             for u in &steps[k] {
