@@ -166,6 +166,15 @@ pub struct ShowArgs {
     pub format: super::args::FormatArgs,
 }
 
+/// A message to write, as the flags give it (cchist picks its uuid).
+fn new_message(role: impl Into<Role>, content: String) -> NewMessage {
+    NewMessage {
+        role: role.into(),
+        content,
+        uuid: None,
+    }
+}
+
 pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
     match args.action {
         Action::List(a) => list(a),
@@ -178,11 +187,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
             run_ops(&s, ops, &a.write)
         }
         Action::Replace(a) => {
-            let with = NewMessage {
-                role: a.role.into(),
-                content: a.with,
-                uuid: None,
-            };
+            let with = new_message(a.role, a.with);
             let s = a.target.resolve()?;
             let ops = vec![Op::Replace {
                 turns: parse_turn_list(&a.turns, turn_count(&s)?)?,
@@ -191,11 +196,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
             run_ops(&s, ops, &a.write)
         }
         Action::Insert(a) => {
-            let content = NewMessage {
-                role: a.role.into(),
-                content: a.content,
-                uuid: None,
-            };
+            let content = new_message(a.role, a.content);
             let ops = vec![Op::Insert {
                 after: one_ref(&a.after),
                 content,

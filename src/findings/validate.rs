@@ -73,6 +73,17 @@ fn finding(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Find
     Finding::new(rule, line, uuid, message)
 }
 
+/// A finding on record `i` of `s`: its line and uuid.
+fn record_finding(s: &Session<'_>, i: usize, rule: &str, message: String) -> Finding {
+    let r = &s.records[i];
+    finding(
+        rule,
+        r.line,
+        r.header().and_then(|h| h.uuid.as_deref()),
+        message,
+    )
+}
+
 fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
     for &i in &s.duplicate_uuids {
         let r = &s.records[i];
@@ -180,11 +191,10 @@ fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
     let followed = followed_by_user(s);
     for (id, &i) in uses {
         if !s.tool_results.contains_key(id) && followed[i] {
-            let r = &s.records[i];
-            out.push(finding(
+            out.push(record_finding(
+                s,
+                i,
                 "unpaired-tool-use",
-                r.line,
-                r.header().and_then(|h| h.uuid.as_deref()),
                 format!("tool_use {id} has no tool_result; the API rejects such a history"),
             ));
         }
@@ -194,11 +204,10 @@ fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
     for (id, idx) in results {
         if !s.tool_uses.contains_key(id) {
             for &i in idx {
-                let r = &s.records[i];
-                out.push(finding(
+                out.push(record_finding(
+                    s,
+                    i,
                     "orphan-tool-result",
-                    r.line,
-                    r.header().and_then(|h| h.uuid.as_deref()),
                     format!("tool_result answers {id}, which no tool_use in this file has"),
                 ));
             }

@@ -376,13 +376,19 @@ fn cchist_status(args: &[&str], input: &Path) -> (i32, Vec<u8>, String) {
     )
 }
 
+/// The fixture's path, its bytes and the uuids of each of its steps.
+fn fixture_steps() -> (PathBuf, Vec<u8>, Vec<Vec<String>>) {
+    let input = fixture();
+    let orig = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&orig);
+    (input, orig, steps)
+}
+
 /// `--steps A..B` across the two turns, `--from/--to` snapping to steps, and the same range
 /// from a pipeline file give the same session; bad ranges are errors (exit 2).
 #[test]
 fn step_range_flags_and_pipeline_file_agree() {
-    let input = fixture();
-    let orig = std::fs::read(&input).unwrap();
-    let steps = step_uuids(&orig);
+    let (input, orig, steps) = fixture_steps();
     let n = steps.len();
     let (a, b) = (40, n - 3); // crosses from turn 1 into turn 2
     let (by_steps, _) = cchist(
@@ -479,9 +485,7 @@ fn step_range_flags_and_pipeline_file_agree() {
 /// calls and the last steps' are sent, each answered.
 #[test]
 fn resume_command_keep() {
-    let input = fixture();
-    let orig = std::fs::read(&input).unwrap();
-    let steps = step_uuids(&orig);
+    let (input, orig, steps) = fixture_steps();
     let n = steps.len();
     let keep_step = 20;
     let dir = tempfile::tempdir().unwrap();

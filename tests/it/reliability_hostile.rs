@@ -65,6 +65,24 @@ fn run_timed(mut cmd: Command, input: Option<&[u8]>, secs: u64) -> Output {
     out
 }
 
+/// `run -p PIPELINE --in-place --force FILE`, killed after 120 s.
+fn in_place_timed(pipeline: &Path, file: &Path) -> Output {
+    run_timed(
+        cmd(
+            &[
+                "run",
+                "-p",
+                pipeline.to_str().unwrap(),
+                "--in-place",
+                "--force",
+            ],
+            &[file],
+        ),
+        None,
+        120,
+    )
+}
+
 fn cmd(args: &[&str], paths: &[&Path]) -> Command {
     let mut c = Command::new(bin());
     c.args(args);
@@ -327,20 +345,7 @@ fn hostile_cases_through_the_binary() {
         }
         let m = dir.path().join(format!("{}-mixed.jsonl", c.name));
         std::fs::write(&m, &mixed).unwrap();
-        let o = run_timed(
-            cmd(
-                &[
-                    "run",
-                    "-p",
-                    changing.to_str().unwrap(),
-                    "--in-place",
-                    "--force",
-                ],
-                &[&m],
-            ),
-            None,
-            120,
-        );
+        let o = in_place_timed(changing, &m);
         let now = std::fs::read(&m).unwrap();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let outcome = match code(&o) {
@@ -379,20 +384,7 @@ fn hostile_cases_through_the_binary() {
         );
         // on_invalid_json = "error": stop before writing anything, naming file and line
         std::fs::write(&m, &mixed).unwrap();
-        let o = run_timed(
-            cmd(
-                &[
-                    "run",
-                    "-p",
-                    strict.to_str().unwrap(),
-                    "--in-place",
-                    "--force",
-                ],
-                &[&m],
-            ),
-            None,
-            120,
-        );
+        let o = in_place_timed(&strict, &m);
         if c.pass_through
             && !matches!(
                 c.name,
