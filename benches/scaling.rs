@@ -7,37 +7,17 @@ mod scaling_inputs;
 
 use std::collections::BTreeSet;
 
-use cchist::engine::config;
-use cchist::engine::pipeline::Pipeline;
-use cchist::error::Origin;
 use cchist::io::framing;
-use cchist::io::output::{Sink, SpanWriter};
+
 use cchist::stages::summarize::digest_body;
 use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use scaling_inputs as gen;
+use scaling_inputs::{pipeline, run};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn pipeline(spec: &str) -> Pipeline {
-    let file = match spec.strip_prefix('@') {
-        Some(name) => config::load_spec(name),
-        None => config::parse(&format!("version = 1\n{spec}"), &Origin::stdin()),
-    };
-    file.expect("bench pipeline").pipeline
-}
-
-fn run(p: &Pipeline, data: &[u8]) -> usize {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(data, &Origin::stdin(), &mut sink)
-        .expect("run");
-    sink.finish().unwrap();
-    drop(sink);
-    out.len()
-}
 
 /// (group, pipeline, base size, input maker).
 type Shape = (&'static str, &'static str, usize, fn(usize) -> String);
@@ -93,59 +73,48 @@ const SHAPES: &[Shape] = &[
     ),
 ];
 
+/// A benchmark group `name` timing `work` on `make(base * k)` for k = 1, 2, 4 and 8.
+fn curve(
+    c: &mut Criterion,
+    name: &str,
+    base: usize,
+    make: fn(usize) -> String,
+    work: impl Fn(&[u8]) -> usize,
+) {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10);
+    for k in [1, 2, 4, 8] {
+        let n = base * k;
+        let data = make(n);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(
+            BenchmarkId::from_parameter(format!("{k}x")),
+            &data,
+            |b, d| b.iter(|| work(d.as_bytes())),
+        );
+    }
+    g.finish();
+}
+
 fn scaling(c: &mut Criterion) {
     for &(name, spec, base, make) in SHAPES {
         let p = pipeline(spec);
-        let mut g = c.benchmark_group(name);
-        g.sample_size(10);
-        for k in [1, 2, 4, 8] {
-            let n = base * k;
-            let data = make(n);
-            g.throughput(Throughput::Elements(n as u64));
-            g.bench_with_input(
-                BenchmarkId::from_parameter(format!("{k}x")),
-                &data,
-                |b, d| b.iter(|| run(&p, d.as_bytes())),
-            );
-        }
-        g.finish();
+        curve(c, name, base, make, |d| run(&p, d));
     }
-    let mut g = c.benchmark_group("validate/damaged");
-    g.sample_size(10);
-    for k in [1, 2, 4, 8] {
-        let n = 5_000 * k;
-        let data = gen::damaged(n);
-        g.throughput(Throughput::Elements(n as u64));
-        g.bench_with_input(
-            BenchmarkId::from_parameter(format!("{k}x")),
-            &data,
-            |b, d| b.iter(|| cchist::findings::validate::validate(d.as_bytes()).len()),
-        );
-    }
-    g.finish();
-    let mut g = c.benchmark_group("hook/precompact-digest");
-    g.sample_size(10);
-    for k in [1, 2, 4, 8] {
-        let n = 10_000 * k;
-        let data = gen::distinct_prompts(n);
-        g.throughput(Throughput::Elements(n as u64));
-        g.bench_with_input(
-            BenchmarkId::from_parameter(format!("{k}x")),
-            &data,
-            |b, d| {
-                b.iter(|| {
-                    let mut s = Session::new(
-                        framing::lines(d.as_bytes(), 1)
-                            .map(Record::from_line)
-                            .collect(),
-                    );
-                    let all: BTreeSet<usize> = (0..s.records.len()).collect();
-                    digest_body(&mut s, &all).len()
-                })
-            },
-        );
-    }
-    g.finish();
+    curve(c, "validate/damaged", 5_000, gen::damaged, |d| {
+        cchist::findings::validate::validate(d).len()
+    });
+    curve(
+        c,
+        "hook/precompact-digest",
+        10_000,
+        gen::distinct_prompts,
+        |d| {
+            let mut s = Session::new(framing::lines(d, 1).map(Record::from_line).collect());
+            let all: BTreeSet<usize> = (0..s.records.len()).collect();
+            digest_body(&mut s, &all).len()
+        },
+    );
 }
 
 criterion_group!(benches, scaling);

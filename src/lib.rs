@@ -51,4 +51,6 @@ pub mod findings;
 pub mod io;
 pub mod json;
 pub mod stages;
+#[cfg(test)]
+pub(crate) mod testkit;
 pub mod transcript;

@@ -49,30 +49,24 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 
 /// The hook input fields cchist reads (others are ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
+// A field the input lacks takes its `Default` value.
+#[serde(default)]
 pub struct HookInput {
     /// The session id.
-    #[serde(default)]
     pub session_id: String,
     /// The transcript file.
-    #[serde(default)]
     pub transcript_path: Option<PathBuf>,
     /// The working directory.
-    #[serde(default)]
     pub cwd: Option<PathBuf>,
     /// `SessionEnd`, `PreCompact`, `Stop`, `SessionStart`, …
-    #[serde(default)]
     pub hook_event_name: String,
     /// `Stop`: true when Claude Code is already continuing because of a stop hook.
-    #[serde(default)]
     pub stop_hook_active: bool,
     /// `Stop`: the `promptId` of the turn that just ended.
-    #[serde(default)]
     pub prompt_id: Option<String>,
     /// `Stop`: the final text of the turn that just ended.
-    #[serde(default)]
     pub last_assistant_message: Option<String>,
     /// `SessionStart`: `startup`, `resume`, `clear` or `compact`.
-    #[serde(default)]
     pub source: Option<String>,
 }
 

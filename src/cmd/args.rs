@@ -81,6 +81,25 @@ pub struct IoArgs {
     pub fork: bool,
 }
 
+/// Which transcripts a read-only command scans beside its paths: a session, all of them, and
+/// glob filters for folder walks.
+#[derive(Args, Debug, Clone)]
+pub struct ScanArgs {
+    /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
+    #[arg(short = 's', long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
+    /// every project's transcripts and history.jsonl.
+    #[arg(long)]
+    pub all: bool,
+    /// Only walk files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Skip files matching this glob; repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+}
+
 /// `--backup`'s value: empty (cchist's undo-able naming) or a suffix such as `.bak` or `~`; a
 /// path taken for a suffix by mistake (`--backup projects/`) is refused.
 fn backup_suffix(s: &str) -> Result<String, String> {

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::engine::runner::{self, Mode, RunOptions, Treatment};
+use cchist::engine::runner::{Mode, Treatment};
 use cchist::error::ExitStatus;
 use cchist::io::input::Input;
 use cchist::stages::redact::{Redact, Redactor};
@@ -56,19 +56,9 @@ pub struct CheckArgs {
     /// Rule selection.
     #[command(flatten)]
     pub rules: RuleArgs,
-    /// Only walk files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
-    pub include: Vec<String>,
-    /// Skip files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
-    pub exclude: Vec<String>,
-    /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
-    #[arg(short = 's', long, value_name = "ID")]
-    pub session: Option<String>,
-    /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
-    /// every project's transcripts and history.jsonl.
-    #[arg(long)]
-    pub all: bool,
+    /// Which transcripts: a session, all, include/exclude globs.
+    #[command(flatten)]
+    pub scan: super::args::ScanArgs,
     /// No progress bar (it shows only when stderr is a terminal anyway).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -120,7 +110,8 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         }
         None => None,
     };
-    let mut paths = super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?;
+    let mut paths =
+        super::plan::scan_paths(&args.paths, args.scan.session.as_deref(), args.scan.all)?;
     if paths.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
         // Nobody is going to type a transcript: check what Claude Code keeps instead of
         // waiting on the terminal.
@@ -132,22 +123,12 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         );
         paths.push(projects);
     }
-    let mut walk = super::plan::inputs(&paths, &args.include, &args.exclude)?;
+    let mut walk = super::plan::inputs(&paths, &args.scan.include, &args.scan.exclude)?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
-    let bar = super::progress::bar(&walk.inputs, args.quiet);
-    let opts = RunOptions {
-        mode: Mode::DryRun,
-        jobs: args.jobs,
-        on_done: bar
-            .as_ref()
-            .map(|b| super::progress::on_done(b, walk.inputs.len())),
-    };
-    let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let outcomes =
+        super::progress::run_with_bar(&pipeline, &walk.inputs, Mode::DryRun, args.jobs, args.quiet);
 
     let mut status = ExitStatus::Ok;
     let mut files: Vec<FileFindings> = Vec::new();

@@ -166,6 +166,15 @@ pub struct ShowArgs {
     pub format: super::args::FormatArgs,
 }
 
+/// A message to write, as the flags give it (cchist picks its uuid).
+fn new_message(role: impl Into<Role>, content: String) -> NewMessage {
+    NewMessage {
+        role: role.into(),
+        content,
+        uuid: None,
+    }
+}
+
 pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
     match args.action {
         Action::List(a) => list(a),
@@ -178,11 +187,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
             run_ops(&s, ops, &a.write)
         }
         Action::Replace(a) => {
-            let with = NewMessage {
-                role: a.role.into(),
-                content: a.with,
-                uuid: None,
-            };
+            let with = new_message(a.role, a.with);
             let s = a.target.resolve()?;
             let ops = vec![Op::Replace {
                 turns: parse_turn_list(&a.turns, turn_count(&s)?)?,
@@ -191,11 +196,7 @@ pub fn run(args: HistoryArgs) -> anyhow::Result<ExitStatus> {
             run_ops(&s, ops, &a.write)
         }
         Action::Insert(a) => {
-            let content = NewMessage {
-                role: a.role.into(),
-                content: a.content,
-                uuid: None,
-            };
+            let content = new_message(a.role, a.content);
             let ops = vec![Op::Insert {
                 after: one_ref(&a.after),
                 content,
@@ -237,19 +238,8 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     if a.steps {
         return list_steps(&mut session, &a);
     }
-    let mut rows = turns::rows(&mut session);
-    if let Some(n) = a.recent {
-        rows.drain(..rows.len().saturating_sub(n));
-    }
-    let mut out = std::io::stdout().lock();
-    if a.format.json() {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
-        return Ok(ExitStatus::Ok);
-    }
-    for r in rows {
-        writeln!(
-            out,
+    print_rows(turns::rows(&mut session), &a, |r| {
+        format!(
             "{:>4}  {}  {}  {:>3} tools {:>10}  {}",
             r.number,
             r.uuid,
@@ -257,30 +247,18 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
             r.tool_calls,
             super::print::human_bytes(r.bytes as u64),
             r.prompt
-        )?;
-    }
-    Ok(ExitStatus::Ok)
+        )
+    })
 }
 
 fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitStatus> {
-    let mut rows = turns::step_rows(session);
-    if let Some(n) = a.recent {
-        rows.drain(..rows.len().saturating_sub(n));
-    }
-    let mut out = std::io::stdout().lock();
-    if a.format.json() {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
-        return Ok(ExitStatus::Ok);
-    }
-    for r in rows {
+    print_rows(turns::step_rows(session), a, |r| {
         let tools = if r.tools.is_empty() {
             String::new()
         } else {
             format!("→ {} ", r.tools.join(","))
         };
-        writeln!(
-            out,
+        format!(
             "{:>5}  turn {:<3} {}  {}  {:>3} rec {:>10}  {}{}",
             r.number,
             r.turn,
@@ -290,7 +268,28 @@ fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitSta
             super::print::human_bytes(r.bytes as u64),
             turns::shorten(&tools, 40),
             r.text
-        )?;
+        )
+    })
+}
+
+/// Prints the last `--recent` of `rows` on stdout: as JSON with `--format json`, else one
+/// `line` each.
+fn print_rows<T: serde::Serialize>(
+    mut rows: Vec<T>,
+    a: &ListArgs,
+    line: impl Fn(&T) -> String,
+) -> anyhow::Result<ExitStatus> {
+    if let Some(n) = a.recent {
+        rows.drain(..rows.len().saturating_sub(n));
+    }
+    let mut out = std::io::stdout().lock();
+    if a.format.json() {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+    } else {
+        for r in &rows {
+            writeln!(out, "{}", line(r))?;
+        }
     }
     Ok(ExitStatus::Ok)
 }

@@ -5,7 +5,7 @@ use anyhow::{bail, Context};
 use cchist::claude::layout::{self, SessionFile};
 use cchist::claude::walk::{self, Filters};
 use cchist::engine::pipeline::Pipeline;
-use cchist::engine::runner::{self, Mode, RunOptions};
+use cchist::engine::runner::{self, Mode};
 use cchist::error::ExitStatus;
 use cchist::io::input::Input;
 
@@ -154,23 +154,28 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         });
     }
     if let Some(f) = io.diff {
-        let diffs = cchist::engine::diff::diff_all(&pipeline, &walk.inputs, io.jobs);
-        return diff_report(diffs, io.json() || f == super::args::Format::Json);
+        return preview(&pipeline, &walk.inputs, io, f);
     }
-    let bar = super::progress::bar(&walk.inputs, io.quiet || mode == Mode::Stdout);
-    let opts = RunOptions {
-        mode: mode.clone(),
-        jobs: io.jobs,
-        on_done: bar
-            .as_ref()
-            .map(|b| super::progress::on_done(b, walk.inputs.len())),
-    };
-    let mut outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let mut outcomes = super::progress::run_with_bar(
+        &pipeline,
+        &walk.inputs,
+        mode.clone(),
+        io.jobs,
+        io.quiet || mode == Mode::Stdout,
+    );
     outcomes.extend(refused);
     report(&outcomes, &mode, io.json(), &[])
+}
+
+/// `--diff`: what the run would change, as a diff (or its JSON form), instead of running it.
+fn preview(
+    pipeline: &Pipeline,
+    inputs: &[Input],
+    io: &IoArgs,
+    f: super::args::Format,
+) -> anyhow::Result<ExitStatus> {
+    let diffs = cchist::engine::diff::diff_all(pipeline, inputs, io.jobs);
+    diff_report(diffs, io.json() || f == super::args::Format::Json)
 }
 
 /// Stages that drop or cap content: what they remove is gone once written in place.
@@ -325,21 +330,15 @@ fn all(
         );
     }
     if let Some(f) = io.diff {
-        let diffs = cchist::engine::diff::diff_all(&pipeline, &walk.inputs, io.jobs);
-        return diff_report(diffs, io.json() || f == super::args::Format::Json);
+        return preview(&pipeline, &walk.inputs, io, f);
     }
-    let bar = super::progress::bar(&walk.inputs, io.quiet || mode == Mode::Stdout);
-    let opts = RunOptions {
-        mode: mode.clone(),
-        jobs: io.jobs,
-        on_done: bar
-            .as_ref()
-            .map(|b| super::progress::on_done(b, walk.inputs.len())),
-    };
-    let outcomes = runner::run_all(&pipeline, &walk.inputs, &opts);
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let outcomes = super::progress::run_with_bar(
+        &pipeline,
+        &walk.inputs,
+        mode.clone(),
+        io.jobs,
+        io.quiet || mode == Mode::Stdout,
+    );
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
     if !io.json() && outcomes.len() <= 1 {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));

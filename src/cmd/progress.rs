@@ -46,3 +46,25 @@ fn size(inp: &Input) -> u64 {
         Input::Stdin => 0,
     }
 }
+
+/// Runs `pipeline` over `inputs` in `mode` on `jobs` workers, with a [`bar`] (unless `quiet`)
+/// that is cleared when all are done.
+pub fn run_with_bar(
+    pipeline: &cchist::engine::pipeline::Pipeline,
+    inputs: &[Input],
+    mode: cchist::engine::runner::Mode,
+    jobs: Option<usize>,
+    quiet: bool,
+) -> Vec<cchist::engine::runner::Outcome> {
+    let bar = bar(inputs, quiet);
+    let opts = cchist::engine::runner::RunOptions {
+        mode,
+        jobs,
+        on_done: bar.as_ref().map(|b| on_done(b, inputs.len())),
+    };
+    let outcomes = cchist::engine::runner::run_all(pipeline, inputs, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    outcomes
+}

@@ -21,27 +21,17 @@ pub struct ValidateArgs {
     /// Report format.
     #[command(flatten)]
     pub format: FormatArgs,
-    /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
-    #[arg(short = 's', long, value_name = "ID")]
-    pub session: Option<String>,
-    /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
-    /// every project's transcripts and history.jsonl.
-    #[arg(long)]
-    pub all: bool,
-    /// Only walk files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
-    pub include: Vec<String>,
-    /// Skip files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
-    pub exclude: Vec<String>,
+    /// Which transcripts: a session, all, include/exclude globs.
+    #[command(flatten)]
+    pub scan: super::args::ScanArgs,
 }
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
     let format = args.format.get();
     let walk = super::plan::inputs(
-        &super::plan::scan_paths(&args.paths, args.session.as_deref(), args.all)?,
-        &args.include,
-        &args.exclude,
+        &super::plan::scan_paths(&args.paths, args.scan.session.as_deref(), args.scan.all)?,
+        &args.scan.include,
+        &args.scan.exclude,
     )?;
     let mut status = ExitStatus::Ok;
     let mut files = Vec::new();

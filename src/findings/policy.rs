@@ -208,16 +208,13 @@ mod tests {
 
     #[test]
     fn reports_each_policy_violation() {
-        let data = concat!(
-            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-            "\n",
-            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"mcp__x__y","input":{}}]}}"#,
-            "\n",
-            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"0123456789abcdef"}]}}"#,
-            "\n",
-            r#"{"type":"progress","uuid":"4","parentUuid":"3"}"#,
-            "\n",
-        );
+        let data = [
+            crate::testkit::prompt("1", None, "hi"),
+            crate::testkit::tool_call("2", "1", "m", "t", "mcp__x__y"),
+            crate::testkit::tool_result("3", "2", "t", "0123456789abcdef"),
+            r#"{"type":"progress","uuid":"4","parentUuid":"3"}"#.to_string() + "\n",
+        ]
+        .concat();
         let p = policy(
             "max_transcript_bytes = 10\nmax_tool_output_bytes = 8\nforbidden_tools = [\"mcp__*\"]\nforbidden_record_types = [\"progress\"]\n",
         );

@@ -73,6 +73,17 @@ fn finding(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Find
     Finding::new(rule, line, uuid, message)
 }
 
+/// A finding on record `i` of `s`: its line and uuid.
+fn record_finding(s: &Session<'_>, i: usize, rule: &str, message: String) -> Finding {
+    let r = &s.records[i];
+    finding(
+        rule,
+        r.line,
+        r.header().and_then(|h| h.uuid.as_deref()),
+        message,
+    )
+}
+
 fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
     for &i in &s.duplicate_uuids {
         let r = &s.records[i];
@@ -180,11 +191,10 @@ fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
     let followed = followed_by_user(s);
     for (id, &i) in uses {
         if !s.tool_results.contains_key(id) && followed[i] {
-            let r = &s.records[i];
-            out.push(finding(
+            out.push(record_finding(
+                s,
+                i,
                 "unpaired-tool-use",
-                r.line,
-                r.header().and_then(|h| h.uuid.as_deref()),
                 format!("tool_use {id} has no tool_result; the API rejects such a history"),
             ));
         }
@@ -194,11 +204,10 @@ fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
     for (id, idx) in results {
         if !s.tool_uses.contains_key(id) {
             for &i in idx {
-                let r = &s.records[i];
-                out.push(finding(
+                out.push(record_finding(
+                    s,
+                    i,
                     "orphan-tool-result",
-                    r.line,
-                    r.header().and_then(|h| h.uuid.as_deref()),
                     format!("tool_result answers {id}, which no tool_use in this file has"),
                 ));
             }
@@ -241,6 +250,7 @@ fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::{prompt, tool_call, tool_result};
 
     fn rules(text: &str) -> Vec<(String, usize)> {
         validate(text.as_bytes())
@@ -251,31 +261,27 @@ mod tests {
 
     #[test]
     fn clean_chain_has_no_findings() {
-        let t = concat!(
-            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-            "\n",
-            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
-            "\n",
-            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
-            "\n",
-        );
-        assert_eq!(rules(t), vec![]);
+        let t = [
+            prompt("1", None, "hi"),
+            tool_call("2", "1", "m", "t", "X"),
+            tool_result("3", "2", "t", "ok"),
+        ]
+        .concat();
+        assert_eq!(rules(&t), vec![]);
     }
 
     #[test]
     fn reports_each_defect_with_its_line() {
-        let t = concat!(
-            r#"{"type":"user","uuid":"1","parentUuid":"gone","message":{"role":"user","content":"hi"}}"#,
-            "\n",
-            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
-            "\n",
-            r#"{"type":"user","uuid":"1","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"zz","content":"ok"}]}}"#,
-            "\n",
-            "[1]\n",
-            "{\"type\":\"us",
-        );
+        let t = [
+            prompt("1", Some("gone"), "hi"),
+            tool_call("2", "1", "m", "t", "X"),
+            tool_result("1", "2", "zz", "ok"),
+            "[1]\n".into(),
+            "{\"type\":\"us".into(),
+        ]
+        .concat();
         assert_eq!(
-            rules(t),
+            rules(&t),
             vec![
                 ("dangling-parent".into(), 1),
                 ("unpaired-tool-use".into(), 2),
@@ -290,20 +296,15 @@ mod tests {
     #[test]
     fn states_claude_code_handles_are_not_defects() {
         // A call interrupted at the tip: nothing follows it; Claude Code answers it on resume.
-        let tip = concat!(
-            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-            "\n",
-            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"X","input":{}}]}}"#,
-            "\n",
-            r#"{"type":"system","uuid":"3","parentUuid":"2","subtype":"x"}"#,
-            "\n",
-        );
-        assert_eq!(rules(tip), vec![]);
+        let tip = [
+            prompt("1", None, "hi"),
+            tool_call("2", "1", "m", "t", "X"),
+            r#"{"type":"system","uuid":"3","parentUuid":"2","subtype":"x"}"#.to_string() + "\n",
+        ]
+        .concat();
+        assert_eq!(rules(&tip), vec![]);
         // The same call with a prompt after it is a defect.
-        let mid = format!(
-            "{tip}{}\n",
-            r#"{"type":"user","uuid":"4","parentUuid":"3","message":{"role":"user","content":"next"}}"#
-        );
+        let mid = tip.clone() + &prompt("4", Some("3"), "next");
         assert_eq!(rules(&mid), vec![("unpaired-tool-use".into(), 2)]);
         // The compaction summariser's first parents point into the main file by design.
         let acompact = concat!(

@@ -519,18 +519,15 @@ mod tests {
 
     #[test]
     fn turns_follow_chain_and_group_records() {
-        let s = session(concat!(
-            r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-            "\n",
-            r#"{"type":"assistant","uuid":"2","parentUuid":"1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#,
-            "\n",
-            r#"{"type":"user","uuid":"3","parentUuid":"2","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
-            "\n",
-            r#"{"type":"user","uuid":"4","parentUuid":"3","message":{"role":"user","content":"next"}}"#,
-            "\n",
-            r#"{"type":"assistant","uuid":"5","parentUuid":"4","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
-            "\n",
-        ));
+        let text = [
+            crate::testkit::prompt("1", None, "hi"),
+            crate::testkit::tool_call("2", "1", "m1", "t1", "Bash"),
+            crate::testkit::tool_result("3", "2", "t1", "ok"),
+            crate::testkit::prompt("4", Some("3"), "next"),
+            r#"{"type":"assistant","uuid":"5","parentUuid":"4","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#.to_string() + "\n",
+        ]
+        .concat();
+        let s = session(&text);
         let t = s.turns();
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].records, vec![0, 1, 2]);

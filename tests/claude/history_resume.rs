@@ -5,8 +5,6 @@
 //! split into turns at the user messages that carry each prompt, then the same edit applied to
 //! that list of turns.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::common::{corpus, ok};
@@ -26,18 +24,8 @@ fn sandbox_with_session() -> Option<(Sandbox, String)> {
     claude_bin()?;
     let sb = Sandbox::new();
     let sid = sb.install(&corpus(SESSION));
-    age(&sb.session_file(&sid));
+    crate::common::age(&sb.session_file(&sid), 3600);
     Some((sb, sid))
-}
-
-fn age(p: &Path) {
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(p)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
 }
 
 /// The conversation the CLI rebuilds from the untouched session, in turns: `[0]` is whatever
@@ -162,57 +150,35 @@ fn delete_turns_resumes_without_them() {
     assert_turns_absent(&got, &["Step 3:", "Step 5:", "Step 6:"]);
 }
 
+/// Runs `history VERB --session SID ARGS` on a sandboxed p05 and checks the CLI then rebuilds
+/// turns 0 and 1, the user message `text`, and the turns from `rest` on, `text` present.
+/// `None` without a CLI.
+fn message_after_turn_1(verb: &str, args: &[&str], text: &str, rest: usize) -> Option<Vec<Value>> {
+    let (sb, sid) = sandbox_with_session()?;
+    let t = original_turns();
+    let mut cmd = vec!["history", verb, "--session", &sid];
+    cmd.extend_from_slice(args);
+    cchist(&sb, &cmd);
+    let mut parts = vec![t[0].clone(), t[1].clone(), vec![user(text)]];
+    parts.extend(t[rest..].iter().cloned());
+    let what = format!("{verb} {}", args.join(" "));
+    let got = check(&sb, &sid, &join(parts), &what);
+    assert_summary_present(&got, text);
+    Some(got)
+}
+
 #[test]
 fn replace_turns_resumes_with_the_replacement_in_place() {
-    let Some((sb, sid)) = sandbox_with_session() else {
-        return;
-    };
-    let t = original_turns();
     let s = "Summary: steps 2 to 4 built the cache, the logging and the config loader.";
-    cchist(
-        &sb,
-        &[
-            "history",
-            "replace",
-            "--session",
-            &sid,
-            "--turns",
-            "2-4",
-            "--with",
-            s,
-        ],
-    );
-    let mut parts = vec![t[0].clone(), t[1].clone(), vec![user(s)]];
-    parts.extend(t[5..].iter().cloned());
-    let got = check(&sb, &sid, &join(parts), "replace 2-4");
-    assert_summary_present(&got, s);
-    assert_turns_absent(&got, &["Step 2:", "Step 3:", "Step 4:"]);
+    if let Some(got) = message_after_turn_1("replace", &["--turns", "2-4", "--with", s], s, 5) {
+        assert_turns_absent(&got, &["Step 2:", "Step 3:", "Step 4:"]);
+    }
 }
 
 #[test]
 fn insert_after_turn_resumes_with_the_message_there() {
-    let Some((sb, sid)) = sandbox_with_session() else {
-        return;
-    };
-    let t = original_turns();
     let c = "Let's focus on the cache next.";
-    cchist(
-        &sb,
-        &[
-            "history",
-            "insert",
-            "--session",
-            &sid,
-            "--after",
-            "1",
-            "--content",
-            c,
-        ],
-    );
-    let mut parts = vec![t[0].clone(), t[1].clone(), vec![user(c)]];
-    parts.extend(t[2..].iter().cloned());
-    let got = check(&sb, &sid, &join(parts), "insert after 1");
-    assert_summary_present(&got, c);
+    message_after_turn_1("insert", &["--after", "1", "--content", c], c, 2);
 }
 
 #[test]
@@ -329,12 +295,7 @@ fn fork_of_a_live_session_leaves_it_untouched_and_resumes_separately() {
     let t = original_turns();
     let file = sb.session_file(&sid);
     // Written just now: looks live. An in-place edit is refused...
-    std::fs::File::options()
-        .write(true)
-        .open(&file)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now())
-        .unwrap();
+    crate::common::set_mtime(&file, std::time::SystemTime::now());
     let before = std::fs::read(&file).unwrap();
     let refused = crate::common::cchist()
         .args(["history", "delete", "--session", &sid, "--turns", "2"])

@@ -9,26 +9,6 @@ use std::process::Command;
 use crate::support::*;
 use serde_json::{json, Value};
 
-/// A fake AWS secret, built at run time so the repository itself holds no secret-looking literal.
-fn planted_secret() -> String {
-    format!("wJalrXUtnFEMI/K7MDENG/{}", "bPxRfiCYzzzzKEYtest")
-}
-
-fn cchist(sb: &Sandbox, args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_cchist"))
-        .args(args)
-        .env("CLAUDE_CONFIG_DIR", sb.config_dir())
-        .current_dir(sb.proj())
-        .output()
-        .expect("run cchist");
-    assert!(
-        out.status.success(),
-        "cchist {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 fn write_pipeline(sb: &Sandbox, name: &str, text: &str) -> String {
     let p = sb.root().join(name);
     std::fs::write(&p, text).unwrap();
@@ -36,19 +16,16 @@ fn write_pipeline(sb: &Sandbox, name: &str, text: &str) -> String {
 }
 
 fn install(sb: &Sandbox, event: &str, pipeline: &str) {
-    cchist(
-        sb,
-        &[
-            "hook",
-            "install",
-            "--event",
-            event,
-            "--pipeline",
-            pipeline,
-            "--timeout",
-            "30",
-        ],
-    );
+    sb.cchist(&[
+        "hook",
+        "install",
+        "--event",
+        event,
+        "--pipeline",
+        pipeline,
+        "--timeout",
+        "30",
+    ]);
 }
 
 fn hook_log(sb: &Sandbox) -> Vec<Value> {
@@ -276,23 +253,7 @@ fn strings_with<'a>(body: &'a Value, needle: &str) -> Vec<&'a str> {
 
 /// A session in `sb` whose tool output holds the planted secret.
 fn session_with_secret(sb: &Sandbox, name: &str) -> String {
-    let scenario = Scenario {
-        name: name.into(),
-        files: vec![(
-            ".env".into(),
-            format!("AWS_SECRET_ACCESS_KEY={}\n", planted_secret()),
-        )],
-        prompts: vec![Prompt {
-            prompt: "What is in .env?".into(),
-            turns: vec![
-                vec![Block::tool(
-                    "Bash",
-                    json!({"command": "cat .env", "description": "Show env"}),
-                )],
-                vec![Block::text("It holds an AWS secret key.")],
-            ],
-        }],
-    };
+    let scenario = env_secret_scenario(name, vec![]);
     sb.play(&scenario).expect("CLI available")
 }
 
@@ -322,12 +283,7 @@ fn pre_compact_and_session_start_digests_carry_no_secret() {
         )
         .unwrap();
     assert!(out.status.is_some_and(|s| s.success()), "{}", out.stderr);
-    let digests: Vec<String> = mock
-        .requests()
-        .iter()
-        .flat_map(|r| strings_with(&r.body, "collected by cchist"))
-        .map(str::to_owned)
-        .collect();
+    let digests = strings_in(mock.requests().iter(), "collected by cchist");
     assert!(
         !digests.is_empty(),
         "the PreCompact digest reached the compaction request"
@@ -346,13 +302,10 @@ fn pre_compact_and_session_start_digests_carry_no_secret() {
         .cli(&mock, &["-p", "hello"], OutputFormat::Json, "new session")
         .unwrap();
     assert!(out.status.is_some_and(|s| s.success()), "{}", out.stderr);
-    let seen: Vec<String> = mock
-        .requests()
-        .iter()
-        .filter(|r| r.carries_tools())
-        .flat_map(|r| strings_with(&r.body, "digested by cchist"))
-        .map(str::to_owned)
-        .collect();
+    let seen = strings_in(
+        mock.requests().iter().filter(|r| r.carries_tools()),
+        "digested by cchist",
+    );
     assert!(
         !seen.is_empty(),
         "the SessionStart digest reached the model"
@@ -420,6 +373,14 @@ fn settings_with(sb: &Sandbox, event: &str, commands: &[String]) {
     .unwrap();
 }
 
+/// The strings holding `needle` in the bodies of `requests`.
+fn strings_in<'r>(requests: impl Iterator<Item = &'r Request>, needle: &str) -> Vec<String> {
+    requests
+        .flat_map(|r| strings_with(&r.body, needle))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn main_requests(mock: &MockApi) -> usize {
     mock.requests().iter().filter(|r| r.carries_tools()).count()
 }
@@ -449,51 +410,54 @@ fn the_cli_honours_hook_output_as_documented() {
             .matches("\"compact_boundary\"")
             .count()
     };
+    // A prompt the model answers once.
+    let hi = |format: OutputFormat, label: &str| {
+        run(&["-p", "hi"], vec![vec![Block::text("ok")]], format, label)
+    };
+    // `/compact` on the session, with one PreCompact hook printing `output` and exiting `code`.
+    let compact_with = |name: &str, output: &str, code: i32, label: &str| {
+        settings_with(&sb, "PreCompact", &[script(&sb, name, output, code)]);
+        run(
+            &["-p", "/compact", "--resume", &sid],
+            vec![],
+            OutputFormat::Json,
+            label,
+        )
+        .0
+    };
+    // A prompt the model answers twice if asked, with one Stop hook printing `output` and
+    // exiting `code`.
+    let stop_with = |name: &str, output: &str, code: i32, label: &str| {
+        settings_with(&sb, "Stop", &[script(&sb, name, output, code)]);
+        run(
+            &["-p", "hi"],
+            vec![vec![Block::text("ok")], vec![Block::text("ok2")]],
+            OutputFormat::Json,
+            label,
+        )
+        .0
+    };
 
     // PreCompact: plain stdout reaches the compaction request; exit 2 blocks compaction;
     // additionalContext does not reach the model.
-    settings_with(&sb, "PreCompact", &[script(&sb, "pc1", "PC-PLAIN-7431", 0)]);
     let before = compacted();
-    let (mock, _) = run(
-        &["-p", "/compact", "--resume", &sid],
-        vec![],
-        OutputFormat::Json,
-        "pc plain",
-    );
+    let mock = compact_with("pc1", "PC-PLAIN-7431", 0, "pc plain");
     assert!(
         seen(&mock, "PC-PLAIN-7431"),
         "PreCompact plain stdout → the model"
     );
     assert_eq!(compacted(), before + 1, "compaction happened");
     let ctx = json!({"hookSpecificOutput": {"hookEventName": "PreCompact", "additionalContext": "PC-CTX-7431"}}).to_string();
-    settings_with(&sb, "PreCompact", &[script(&sb, "pc2", &ctx, 0)]);
-    let (mock, _) = run(
-        &["-p", "/compact", "--resume", &sid],
-        vec![],
-        OutputFormat::Json,
-        "pc context",
-    );
+    let mock = compact_with("pc2", &ctx, 0, "pc context");
     assert!(
         !seen(&mock, "PC-CTX-7431"),
         "PreCompact additionalContext is not honoured"
     );
-    settings_with(&sb, "PreCompact", &[script(&sb, "pc3", "PC-BLOCK", 2)]);
     let before = compacted();
-    run(
-        &["-p", "/compact", "--resume", &sid],
-        vec![],
-        OutputFormat::Json,
-        "pc exit 2",
-    );
+    compact_with("pc3", "PC-BLOCK", 2, "pc exit 2");
     assert_eq!(compacted(), before, "PreCompact exit 2 blocks compaction");
     let block = json!({"decision": "block", "reason": "PC-REASON"}).to_string();
-    settings_with(&sb, "PreCompact", &[script(&sb, "pc4", &block, 0)]);
-    run(
-        &["-p", "/compact", "--resume", &sid],
-        vec![],
-        OutputFormat::Json,
-        "pc block",
-    );
+    compact_with("pc4", &block, 0, "pc block");
     assert_eq!(
         compacted(),
         before,
@@ -510,12 +474,7 @@ fn the_cli_honours_hook_output_as_documented() {
             script(&sb, "ss2", &ctx, 0),
         ],
     );
-    let (mock, _) = run(
-        &["-p", "hi"],
-        vec![vec![Block::text("ok")]],
-        OutputFormat::Json,
-        "ss",
-    );
+    let (mock, _) = hi(OutputFormat::Json, "ss");
     assert!(
         seen(&mock, "SS-PLAIN-7431"),
         "SessionStart plain stdout → the model"
@@ -529,50 +488,27 @@ fn the_cli_honours_hook_output_as_documented() {
     // and exit 2 make the model take another turn.
     let msg = json!({"systemMessage": "STOP-MSG-7431"}).to_string();
     settings_with(&sb, "Stop", &[script(&sb, "st1", &msg, 0)]);
-    let (mock, out) = run(
-        &["-p", "hi"],
-        vec![vec![Block::text("ok")]],
-        OutputFormat::StreamJson,
-        "stop msg",
-    );
+    let (mock, out) = hi(OutputFormat::StreamJson, "stop msg");
     assert!(
         out.stdout.contains("STOP-MSG-7431"),
         "Stop systemMessage → the user"
     );
     assert_eq!(main_requests(&mock), 1, "systemMessage does not continue");
     let ctx = json!({"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "STOP-CTX-7431"}}).to_string();
-    settings_with(&sb, "Stop", &[script(&sb, "st2", &ctx, 0)]);
-    let (mock, _) = run(
-        &["-p", "hi"],
-        vec![vec![Block::text("ok")], vec![Block::text("ok2")]],
-        OutputFormat::Json,
-        "stop ctx",
-    );
+    let mock = stop_with("st2", &ctx, 0, "stop ctx");
     assert_eq!(
         main_requests(&mock),
         2,
         "Stop additionalContext → another turn"
     );
-    settings_with(&sb, "Stop", &[script(&sb, "st3", "STOP-EXIT2-7431", 2)]);
-    let (mock, _) = run(
-        &["-p", "hi"],
-        vec![vec![Block::text("ok")], vec![Block::text("ok2")]],
-        OutputFormat::Json,
-        "stop exit 2",
-    );
+    let mock = stop_with("st3", "STOP-EXIT2-7431", 2, "stop exit 2");
     assert_eq!(main_requests(&mock), 2, "Stop exit 2 → another turn");
     assert!(
         seen(&mock, "STOP-EXIT2-7431"),
         "…and its stderr reaches the model"
     );
     let block = json!({"decision": "block", "reason": "STOP-REASON-7431"}).to_string();
-    settings_with(&sb, "Stop", &[script(&sb, "st4", &block, 0)]);
-    let (mock, _) = run(
-        &["-p", "hi"],
-        vec![vec![Block::text("ok")], vec![Block::text("ok2")]],
-        OutputFormat::Json,
-        "stop block",
-    );
+    let mock = stop_with("st4", &block, 0, "stop block");
     assert_eq!(
         main_requests(&mock),
         2,
@@ -590,12 +526,7 @@ fn the_cli_honours_hook_output_as_documented() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     settings_with(&sb, "SessionEnd", &[p.to_string_lossy().into_owned()]);
-    let (_, out) = run(
-        &["-p", "hi"],
-        vec![vec![Block::text("ok")]],
-        OutputFormat::Json,
-        "session end",
-    );
+    let (_, out) = hi(OutputFormat::Json, "session end");
     assert!(
         !out.stdout.contains("SE-OUT-7431"),
         "SessionEnd output is ignored"

@@ -66,24 +66,21 @@ fn replaced(v: &Value, secrets: &[(String, &str)]) -> Value {
     }
 }
 
+/// p01 and the secrets its scenario planted; `None` (skip) without a CLI.
+fn p01_and_secrets() -> Option<(std::path::PathBuf, Vec<(String, &'static str)>)> {
+    claude_bin()?;
+    Some((corpus("generated/p01_quickstart.jsonl"), planted()))
+}
+
 #[test]
 fn redacted_p01_resumes_intact_and_leaks_nothing() {
-    let input = corpus("generated/p01_quickstart.jsonl");
-    if claude_bin().is_none() {
+    let Some((input, secrets)) = p01_and_secrets() else {
         return;
-    }
-    let secrets = planted();
+    };
     let tmp = tempfile::tempdir().expect("tempdir");
     let redacted = redact_into(&input, tmp.path());
 
-    let (orig, red) = std::thread::scope(|s| {
-        let a = s.spawn(|| resume(&input));
-        let b = resume(&redacted);
-        (
-            a.join().expect("resume thread").expect("CLI"),
-            b.expect("CLI"),
-        )
-    });
+    let (orig, red) = resume_both(&input, &redacted);
     let before = orig.expect_ok("p01_quickstart");
     let after = red.expect_ok("redacted p01_quickstart");
 
@@ -120,11 +117,9 @@ fn redacted_p01_resumes_intact_and_leaks_nothing() {
 /// its record stays, with empty content, and the CLI still rebuilds the conversation.
 #[test]
 fn a_removed_thinking_block_still_resumes() {
-    let input = corpus("generated/p01_quickstart.jsonl");
-    if claude_bin().is_none() {
+    let Some((input, secrets)) = p01_and_secrets() else {
         return;
-    }
-    let secrets = planted();
+    };
     let token = &secrets[0].0;
     let text = std::fs::read_to_string(&input).expect("read p01");
     let marker = "\"thinking\":\"Start by listing files.\"";
@@ -148,14 +143,7 @@ fn a_removed_thinking_block_still_resumes() {
         "the thinking block should be gone"
     );
 
-    let (orig, red) = std::thread::scope(|s| {
-        let a = s.spawn(|| resume(&input));
-        let b = resume(&redacted);
-        (
-            a.join().expect("resume thread").expect("CLI"),
-            b.expect("CLI"),
-        )
-    });
+    let (orig, red) = resume_both(&input, &redacted);
     let before = orig.expect_ok("p01_quickstart");
     let after = red.expect_ok("p01 with its thinking block removed");
     assert_no_secret_reaches_model(after, &[token.as_str()]);

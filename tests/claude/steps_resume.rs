@@ -12,12 +12,10 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::{session_of, step_uuids, summary_record};
 use crate::support::*;
 use cchist::findings::validate::validate;
-use cchist::io::framing::lines;
 use cchist::transcript::budget;
-use cchist::transcript::record::Record;
-use cchist::transcript::session::Session;
 use serde_json::{json, Value};
 
 const FIXTURE: &str = "tests/fixtures/agentic_long.jsonl";
@@ -55,27 +53,8 @@ fn cchist(args: &[&str], input: &Path) -> (Vec<u8>, String) {
     (out.stdout, err)
 }
 
-fn session(data: &[u8]) -> Session<'_> {
-    Session::new(lines(data, 1).map(Record::from_line).collect())
-}
-
-/// uuids of each step's records, in order.
-fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
-    let s = session(data);
-    let turns = s.turns();
-    s.steps(&turns)
-        .iter()
-        .map(|st| {
-            st.records
-                .iter()
-                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
-                .collect()
-        })
-        .collect()
-}
-
 fn tool_use_ids(data: &[u8], uuids: &HashSet<&str>) -> Vec<String> {
-    let s = session(data);
+    let s = session_of(data);
     (0..s.records.len())
         .filter_map(|i| s.header(i))
         .filter(|h| {
@@ -91,8 +70,8 @@ fn tool_use_ids(data: &[u8], uuids: &HashSet<&str>) -> Vec<String> {
 fn check_shape(out: &[u8], orig: &[u8], kept: &[Vec<String>]) -> Value {
     let findings = validate(out);
     assert!(findings.is_empty(), "{findings:?}");
-    let mut s = session(out);
-    let mut o = session(orig);
+    let mut s = session_of(out);
+    let mut o = session_of(orig);
     let turns = s.turns();
     let first = o.turns()[0].prompt;
     let first_uuid = o.header(first).and_then(|h| h.uuid.clone()).unwrap();
@@ -162,8 +141,8 @@ fn fit(input: &Path, budget_tokens: u64) -> (Vec<u8>, Vec<u8>, String) {
         &["summarize-range", "--fit", &budget_tokens.to_string()],
         input,
     );
-    let before = budget::resume_tokens(&mut session(&orig));
-    let after = budget::resume_tokens(&mut session(&out));
+    let before = budget::resume_tokens(&mut session_of(&orig));
+    let after = budget::resume_tokens(&mut session_of(&out));
     // The estimate aims under the budget less the reserve for what the CLI adds on resume.
     let reserve = budget::default_reserve(budget_tokens);
     assert!(
@@ -180,15 +159,7 @@ fn fit(input: &Path, budget_tokens: u64) -> (Vec<u8>, Vec<u8>, String) {
         )),
         "{err}"
     );
-    let mut sum = session(&out);
-    let summary = (0..sum.records.len())
-        .find_map(|i| {
-            sum.records[i]
-                .value()
-                .ok()
-                .and_then(|v| v.get("cchistSummary").cloned())
-        })
-        .expect("a summary");
+    let summary = summary_record(&out).expect("a summary")["cchistSummary"].clone();
     let steps = summary["steps"].as_str().unwrap().to_string();
     let last: usize = steps.split("..").last().unwrap().parse().unwrap();
     let all = step_uuids(&orig);
@@ -203,7 +174,7 @@ fn keep_last_10_steps_of_the_fixture() {
 
 /// The budget whose target (budget less the default reserve) is half the session's estimate.
 fn half_budget(input: &Path) -> u64 {
-    let before = budget::resume_tokens(&mut session(&std::fs::read(input).unwrap()));
+    let before = budget::resume_tokens(&mut session_of(&std::fs::read(input).unwrap()));
     (before / 2 + budget::RESERVE_BASE_TOKENS) * 10 / 9 + 1
 }
 
@@ -229,6 +200,24 @@ fn fit_the_corpus_session_into_20000_tokens() {
     fit(&input, 20_000);
 }
 
+/// The tool calls the resumed request sends (ids in order) and the call ids its results answer.
+fn sent_tool_ids(m: &[Value]) -> (Vec<String>, HashSet<String>) {
+    let mut sent_uses = Vec::new();
+    let mut sent_results = HashSet::new();
+    for msg in m {
+        for b in msg["content"].as_array().into_iter().flatten() {
+            match b["type"].as_str() {
+                Some("tool_use") => sent_uses.push(b["id"].as_str().unwrap().to_owned()),
+                Some("tool_result") => {
+                    sent_results.insert(b["tool_use_id"].as_str().unwrap().to_owned());
+                }
+                _ => {}
+            }
+        }
+    }
+    (sent_uses, sent_results)
+}
+
 /// The resumed conversation: first prompt, summary, then exactly the kept steps' tool calls,
 /// each answered; the removed ones absent.
 /// With `budget` (a `--fit` run): the resumed request's messages (JSON bytes / 4) come in
@@ -251,19 +240,7 @@ fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize, budg
         .map(String::as_str)
         .collect();
     let (kept_ids, gone_ids) = (tool_use_ids(orig, &kept), tool_use_ids(orig, &gone));
-    let mut sent_uses = Vec::new();
-    let mut sent_results = HashSet::new();
-    for msg in m {
-        for b in msg["content"].as_array().into_iter().flatten() {
-            match b["type"].as_str() {
-                Some("tool_use") => sent_uses.push(b["id"].as_str().unwrap().to_owned()),
-                Some("tool_result") => {
-                    sent_results.insert(b["tool_use_id"].as_str().unwrap().to_owned());
-                }
-                _ => {}
-            }
-        }
-    }
+    let (sent_uses, sent_results) = sent_tool_ids(m);
     assert_eq!(
         sent_uses, kept_ids,
         "exactly the kept steps' tool calls, in order"
@@ -280,7 +257,7 @@ fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize, budg
     let text = serde_json::to_string(m).unwrap();
     assert!(text.contains("replaced by cchist"), "the summary is sent");
     // The first prompt is sent (its first line, as the CLI may join texts).
-    let mut o = session(orig);
+    let mut o = session_of(orig);
     let first = o.turns()[0].prompt;
     let prompt = cchist::transcript::turns::message_text(o.records[first].value().unwrap());
     let needle: String = prompt
@@ -296,7 +273,7 @@ fn check_resume(orig: &[u8], out: &[u8], name: &str, kept_from_step: usize, budg
     );
     // The estimate against what the CLI really sent: the conversation's JSON bytes / 4.
     let sent = serde_json::to_string(m).unwrap().len() as u64 / 4;
-    let estimate = budget::resume_tokens(&mut session(out));
+    let estimate = budget::resume_tokens(&mut session_of(out));
     eprintln!("{name}: estimate {estimate} tokens, sent messages {sent} tokens (bytes/4)");
     // Measured (2.1.328): within 10 % on the fixture (attachments counted by their rendered
     // text); on the older corpus session the CLI adds 3–4K tokens of its own reminders and the
@@ -399,13 +376,19 @@ fn cchist_status(args: &[&str], input: &Path) -> (i32, Vec<u8>, String) {
     )
 }
 
+/// The fixture's path, its bytes and the uuids of each of its steps.
+fn fixture_steps() -> (PathBuf, Vec<u8>, Vec<Vec<String>>) {
+    let input = fixture();
+    let orig = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&orig);
+    (input, orig, steps)
+}
+
 /// `--steps A..B` across the two turns, `--from/--to` snapping to steps, and the same range
 /// from a pipeline file give the same session; bad ranges are errors (exit 2).
 #[test]
 fn step_range_flags_and_pipeline_file_agree() {
-    let input = fixture();
-    let orig = std::fs::read(&input).unwrap();
-    let steps = step_uuids(&orig);
+    let (input, orig, steps) = fixture_steps();
     let n = steps.len();
     let (a, b) = (40, n - 3); // crosses from turn 1 into turn 2
     let (by_steps, _) = cchist(
@@ -420,24 +403,13 @@ fn step_range_flags_and_pipeline_file_agree() {
     );
     check_shape(&by_steps, &orig, &steps[b..]);
     // The removed records are exactly steps a..=b plus turn 2's prompt between them.
-    let mut out_s = session(&by_steps);
-    let sum = (0..out_s.records.len())
-        .find_map(|i| {
-            out_s.records[i]
-                .value()
-                .ok()
-                .and_then(|v| v.get("cchistSummary").cloned())
-        })
-        .unwrap();
+    let sum = summary_record(&by_steps).unwrap()["cchistSummary"].clone();
     assert_eq!(sum["steps"], format!("{a}..{b}"));
     assert_eq!(sum["turns"], "1..2");
-    let removed: HashSet<&str> = sum["removedUuids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u.as_str().unwrap())
+    let removed: HashSet<&str> = crate::common::strs(&sum["removedUuids"])
+        .into_iter()
         .collect();
-    let mut o = session(&orig);
+    let mut o = session_of(&orig);
     let turns = o.turns();
     let prompt2 = o.header(turns[1].prompt).unwrap().uuid.clone().unwrap();
     let mut expected: HashSet<&str> = steps[a - 1..b]
@@ -513,19 +485,12 @@ fn step_range_flags_and_pipeline_file_agree() {
 /// calls and the last steps' are sent, each answered.
 #[test]
 fn resume_command_keep() {
-    let input = fixture();
-    let orig = std::fs::read(&input).unwrap();
-    let steps = step_uuids(&orig);
+    let (input, orig, steps) = fixture_steps();
     let n = steps.len();
     let keep_step = 20;
     let dir = tempfile::tempdir().unwrap();
-    let reply = dir.path().join("reply.json");
-    std::fs::write(
-        &reply,
-        json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]}).to_string(),
-    )
-    .unwrap();
-    let cmd = format!("cat >/dev/null; cat {}", reply.display());
+    let reply = json!({"summary": "Summary replaced by cchist: parts built.", "keep": [steps[keep_step - 1].last().unwrap()]});
+    let cmd = crate::common::reply_command(dir.path(), &reply.to_string());
     let (out, _) = cchist(
         &[
             "summarize-range",
@@ -547,19 +512,7 @@ fn resume_command_keep() {
         .map(String::as_str)
         .collect();
     let want = tool_use_ids(&orig, &kept);
-    let mut sent_uses = Vec::new();
-    let mut sent_results = HashSet::new();
-    for msg in m {
-        for b in msg["content"].as_array().into_iter().flatten() {
-            match b["type"].as_str() {
-                Some("tool_use") => sent_uses.push(b["id"].as_str().unwrap().to_owned()),
-                Some("tool_result") => {
-                    sent_results.insert(b["tool_use_id"].as_str().unwrap().to_owned());
-                }
-                _ => {}
-            }
-        }
-    }
+    let (sent_uses, sent_results) = sent_tool_ids(m);
     assert!(!tool_use_ids(
         &orig,
         &steps[keep_step - 1].iter().map(String::as_str).collect()

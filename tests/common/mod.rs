@@ -199,3 +199,145 @@ pub fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// Sets the modification time of the file `p` to `t`.
+pub fn set_mtime(p: &Path, t: std::time::SystemTime) {
+    std::fs::File::options()
+        .write(true)
+        .open(p)
+        .expect("open to set mtime")
+        .set_modified(t)
+        .expect("set mtime");
+}
+
+/// Sets the modification time of the file `p` to `secs` seconds ago (so it does not look like a
+/// live session).
+pub fn age(p: &Path, secs: u64) {
+    set_mtime(
+        p,
+        std::time::SystemTime::now() - std::time::Duration::from_secs(secs),
+    );
+}
+
+/// The session parsed from the JSONL bytes `data`.
+pub fn session_of(data: &[u8]) -> cchist::transcript::session::Session<'_> {
+    cchist::transcript::session::Session::new(
+        cchist::io::framing::lines(data, 1)
+            .map(cchist::transcript::record::Record::from_line)
+            .collect(),
+    )
+}
+
+/// The bytes of `s`'s records, written out in order.
+pub fn session_bytes(s: &cchist::transcript::session::Session) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in &s.records {
+        r.write_to(&mut out);
+    }
+    out
+}
+
+/// The uuids of each step's records, in order (steps as `history list --steps` numbers them).
+pub fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
+    let s = session_of(data);
+    let turns = s.turns();
+    s.steps(&turns)
+        .iter()
+        .map(|st| {
+            st.records
+                .iter()
+                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Asserts `out` exited with `code`; the message shows its stdout and stderr.
+pub fn assert_code(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A new temp folder holding the file `name` with `content`: the folder (removed when dropped)
+/// and the file's path.
+pub fn temp_file(name: &str, content: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join(name);
+    std::fs::write(&p, content).expect("write temp file");
+    (dir, p)
+}
+
+/// `p` run over `data` in memory: as one buffer (`run_buffer`), or read as a stream
+/// (`run_stream`) when `stream`. The output bytes.
+pub fn run_in_memory(p: &cchist::engine::pipeline::Pipeline, data: &[u8], stream: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut sink = cchist::io::output::SpanWriter::new(&mut out);
+    let origin = cchist::error::Origin::stdin();
+    if stream {
+        p.run_stream(data, &origin, &mut sink).unwrap();
+    } else {
+        p.run_buffer(data, &origin, &mut sink).unwrap();
+    }
+    cchist::io::output::Sink::finish(&mut sink).unwrap();
+    drop(sink);
+    out
+}
+
+/// Copies the generated corpus session `name` and its companion folder under the config root
+/// `root`, where Claude Code keeps them (`projects/<folder of its cwd>/`); returns the copy's
+/// path.
+pub fn install_generated(root: &Path, name: &str) -> PathBuf {
+    let src = corpus_dir().join("generated").join(format!("{name}.jsonl"));
+    let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
+    let dir = root
+        .join("projects")
+        .join(cchist::claude::layout::project_folder_name(&cwd));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dst = dir.join(format!("{name}.jsonl"));
+    std::fs::copy(&src, &dst).unwrap();
+    let comp = corpus_dir().join("generated").join(name);
+    if comp.is_dir() {
+        copy_dir(&comp, &dir.join(name));
+    }
+    dst
+}
+
+/// The record of the transcript `data` that carries `cchistSummary` (what `summarize-range`
+/// writes); every line must be JSON.
+pub fn summary_record(data: &[u8]) -> Option<serde_json::Value> {
+    data.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice::<serde_json::Value>(l).expect("a JSON line"))
+        .find(|r| r.get("cchistSummary").is_some())
+}
+
+/// The whole number `field` of each object in the JSON array `v`.
+pub fn u64s(v: &serde_json::Value, field: &str) -> Vec<u64> {
+    v.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|o| o[field].as_u64().expect("a whole number"))
+        .collect()
+}
+
+/// A `summarize-range --command` that reads its input and prints `reply` (kept in
+/// `dir/reply.json`).
+pub fn reply_command(dir: &Path, reply: &str) -> String {
+    let p = dir.join("reply.json");
+    std::fs::write(&p, reply).expect("write reply");
+    format!("cat >/dev/null; cat {}", p.display())
+}
+
+/// The strings of the JSON array `v`.
+pub fn strs(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|s| s.as_str().expect("a string"))
+        .collect()
+}

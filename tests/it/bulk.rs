@@ -6,17 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{cchist, copy_dir, corpus_dir, ok};
-
-fn age(p: &Path) {
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
-    std::fs::File::options()
-        .write(true)
-        .open(p)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-}
+use crate::common::{age, cchist, copy_dir, corpus_dir, ok};
 
 /// Sessions where Claude Code keeps them: the generated ones with their companion folders, and
 /// two copies of a real one that ends on an unanswered tool call (relink repairs them).
@@ -71,7 +61,7 @@ fn sandbox() -> tempfile::TempDir {
     let mut every = Vec::new();
     all_files(root.path(), &mut every);
     for f in every {
-        age(&f);
+        age(&f, 7200);
     }
     root
 }
@@ -88,12 +78,7 @@ fn all_scrubs_everything_once_and_skips_live_sessions() {
     let root = sandbox();
     // One session looks live: just written.
     let live = root.path().join("projects/-home-dev-p05/p05.jsonl");
-    std::fs::File::options()
-        .write(true)
-        .open(&live)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now())
-        .unwrap();
+    crate::common::set_mtime(&live, std::time::SystemTime::now());
     let live_before = std::fs::read(&live).unwrap();
 
     let v = run_all(root.path());

@@ -8,6 +8,11 @@ use serde_json::Value;
 
 use crate::common::{corpus, manifest, run};
 
+/// `cchist check --policy ARGS…` (the policy first, the file last).
+fn check(args: &[&str]) -> std::process::Output {
+    run(&[&["check", "--policy"], args].concat())
+}
+
 /// The pinned SARIF Multitool (`CCHIST_SARIF_MULTITOOL`, else under target/, installed with
 /// npm when missing). `None` (skip) without it, except under CI=true.
 fn multitool() -> Option<PathBuf> {
@@ -113,30 +118,15 @@ fn sarif_report_passes_the_official_validator() {
 #[test]
 fn policy_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
+    let p05 = corpus("generated/p05_long.jsonl");
+    let p05 = p05.to_str().unwrap();
     // clean: a session without secrets and a valid chain
-    let clean = run(&[
-        "check",
-        "--policy",
-        "ci-policy",
-        corpus("generated/p05_long.jsonl").to_str().unwrap(),
-    ]);
-    assert_eq!(
-        clean.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&clean.stdout)
-    );
+    let clean = check(&["ci-policy", p05]);
+    crate::common::assert_code(&clean, 0);
     // a size limit the file breaks
     let strict = dir.path().join("strict.toml");
     std::fs::write(&strict, "version = 1\n[check]\ndeny_rules = []\nmax_transcript_bytes = 1000\nforbidden_tools = [\"Write\"]\n").unwrap();
-    let out = run(&[
-        "check",
-        "--policy",
-        strict.to_str().unwrap(),
-        "--format",
-        "json",
-        corpus("generated/p05_long.jsonl").to_str().unwrap(),
-    ]);
+    let out = check(&[strict.to_str().unwrap(), "--format", "json", p05]);
     assert_eq!(out.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["summary"]["by_rule"]["max-transcript-bytes"], 1);
@@ -147,20 +137,10 @@ fn policy_exit_codes() {
     // errors: a policy typo, a pipeline without [check], a missing file
     let typo = dir.path().join("typo.toml");
     std::fs::write(&typo, "version = 1\n[check]\nmax_bytes = 3\n").unwrap();
-    let out = run(&[
-        "check",
-        "--policy",
-        typo.to_str().unwrap(),
-        corpus("generated/p05_long.jsonl").to_str().unwrap(),
-    ]);
+    let out = check(&[typo.to_str().unwrap(), p05]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_bytes"));
-    let out = run(&[
-        "check",
-        "--policy",
-        "identity",
-        corpus("generated/p05_long.jsonl").to_str().unwrap(),
-    ]);
+    let out = check(&["identity", p05]);
     assert_eq!(out.status.code(), Some(2));
     let out = run(&["check", "--policy", "ci-policy", "/nonexistent.jsonl"]);
     assert_eq!(out.status.code(), Some(2));
@@ -171,9 +151,7 @@ fn baseline_hides_known_findings_only() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("baseline.json");
     let p01 = corpus("generated/p01_quickstart.jsonl");
-    let out = run(&[
-        "check",
-        "--policy",
+    let out = check(&[
         "ci-policy",
         "--write-baseline",
         base.to_str().unwrap(),
@@ -185,29 +163,20 @@ fn baseline_hides_known_findings_only() {
         !text.contains("AKIAIOSFODNN7EXAMPLE"),
         "a baseline holds fingerprints only"
     );
-    let out = run(&[
-        "check",
-        "--policy",
+    let out = check(&[
         "ci-policy",
         "--baseline",
         base.to_str().unwrap(),
         p01.to_str().unwrap(),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    crate::common::assert_code(&out, 0);
     // A new secret is still reported.
     let f = dir.path().join("new.jsonl");
     let mut data = std::fs::read(&p01).unwrap();
     let key = format!("ghp_{}", "Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA9");
     data.extend_from_slice(format!("{{\"type\":\"queue-operation\",\"operation\":\"enqueue\",\"content\":\"token {key}\"}}\n").as_bytes());
     std::fs::write(&f, data).unwrap();
-    let out = run(&[
-        "check",
-        "--policy",
+    let out = check(&[
         "ci-policy",
         "--baseline",
         base.to_str().unwrap(),

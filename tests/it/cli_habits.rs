@@ -7,27 +7,18 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::common::{copy_dir, corpus_dir};
+use crate::common::{corpus_dir, install_generated};
 
 /// A config root holding generated sessions where Claude Code would put them.
 fn sandbox(names: &[&str]) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     for name in names {
-        let src = corpus_dir().join("generated").join(format!("{name}.jsonl"));
-        let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
-        let dir = root
-            .path()
-            .join("projects")
-            .join(cchist::claude::layout::project_folder_name(&cwd));
-        std::fs::create_dir_all(&dir).unwrap();
-        let dst = dir.join(format!("{name}.jsonl"));
-        std::fs::copy(&src, &dst).unwrap();
+        let dst = install_generated(root.path(), name);
         // Old enough not to look live.
         set_old(&dst);
-        let comp = corpus_dir().join("generated").join(name);
+        let comp = dst.with_extension("");
         if comp.is_dir() {
-            copy_dir(&comp, &dir.join(name));
-            let mut stack = vec![dir.join(name)];
+            let mut stack = vec![comp];
             while let Some(d) = stack.pop() {
                 for e in std::fs::read_dir(&d).unwrap().flatten() {
                     if e.path().is_dir() {
@@ -43,9 +34,7 @@ fn sandbox(names: &[&str]) -> tempfile::TempDir {
 }
 
 fn set_old(p: &Path) {
-    let f = std::fs::File::options().write(true).open(p).unwrap();
-    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
-        .unwrap();
+    crate::common::age(p, 3600);
 }
 
 fn all_names() -> Vec<&'static str> {
@@ -343,9 +332,7 @@ fn check_on_a_terminal_without_paths_scans_the_projects() {
 #[test]
 fn history_list_on_a_non_transcript_file_says_so() {
     let root = sandbox(&["p01_quickstart"]);
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("data.jsonl");
-    std::fs::write(&f, "{\"a\":1}\n{\"b\":2}\n").unwrap();
+    let (_dir, f) = crate::common::temp_file("data.jsonl", "{\"a\":1}\n{\"b\":2}\n");
     let o = run(cc(root.path()).args(["history", "list", "-f"]).arg(&f));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -636,12 +623,6 @@ fn backups_prune_removes_old_backups() {
 
 // ---- 7. `ls` at 400 sessions ----
 
-fn set_age(p: &Path, secs: u64) {
-    let f = std::fs::File::options().write(true).open(p).unwrap();
-    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
-        .unwrap();
-}
-
 #[test]
 fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
     let root = sandbox(&all_names());
@@ -651,9 +632,9 @@ fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
     let twin = p05.with_file_name("p05_twin.jsonl");
     std::fs::copy(&p05, &twin).unwrap();
     for (i, name) in all_names().iter().enumerate() {
-        set_age(&session_path(r, name), 3600 * (i as u64 + 2));
+        crate::common::age(&session_path(r, name), 3600 * (i as u64 + 2));
     }
-    set_age(&twin, 3600 * 100 * 24); // 100 days old
+    crate::common::age(&twin, 3600 * 100 * 24); // 100 days old
     let ids = |args: &[&str]| -> Vec<String> {
         let v = json_ok(cc(r).arg("ls").arg("--json").args(args));
         v.as_array()
@@ -677,20 +658,10 @@ fn ls_groups_by_project_once_newest_first_and_sorts_limits_filters() {
     assert!(text.contains("KiB") || text.contains("MiB"), "{text}");
     // --sort size: the largest first.
     let v = json_ok(cc(r).args(["ls", "--json", "--sort", "size"]));
-    let sizes: Vec<u64> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["bytes"].as_u64().unwrap())
-        .collect();
+    let sizes = crate::common::u64s(&v, "bytes");
     assert_eq!(sizes.iter().max(), sizes.first());
     let turns = json_ok(cc(r).args(["ls", "--json", "--sort", "turns"]));
-    let t: Vec<u64> = turns
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["turns"].as_u64().unwrap())
-        .collect();
+    let t = crate::common::u64s(&turns, "turns");
     assert_eq!(t.iter().max(), t.first());
     // --limit, --since.
     assert_eq!(ids(&["--limit", "2"]).len(), 2);
@@ -791,9 +762,10 @@ fn completions_for_every_shell_and_a_man_page() {
         }
     }
     // The bash script loads and registers itself.
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("cchist.bash");
-    std::fs::write(&script, run(cc(r).args(["completions", "bash"])).stdout).unwrap();
+    let (_dir, script) = crate::common::temp_file(
+        "cchist.bash",
+        run(cc(r).args(["completions", "bash"])).stdout,
+    );
     let o = Command::new("bash")
         .arg("-c")
         .arg(format!("source {} && complete -p cchist", script.display()))

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -91,9 +91,7 @@ fn session(id: &str, turns: usize, dangling: bool) -> Vec<u8> {
 
 /// Set a file's mtime ten minutes back, so it does not look like a live session.
 fn age(p: &Path) {
-    let f = std::fs::File::options().write(true).open(p).unwrap();
-    f.set_modified(SystemTime::now() - Duration::from_secs(600))
-        .unwrap();
+    crate::common::age(p, 600);
 }
 
 /// `<dir>/<id>.jsonl` holding `bytes`, aged.
@@ -166,10 +164,16 @@ fn partial_last_line_stays_last_and_a_second_run_changes_nothing() {
         );
     }
 
-    // history insert after the last turn, and summarize-range.
-    std::fs::write(&p, &bytes).unwrap();
-    age(&p);
-    let o = run(&[
+    // history insert after the last turn, and summarize-range: each on the original bytes,
+    // aged, and must succeed; the file it leaves.
+    let edited = |args: &[&str]| {
+        std::fs::write(&p, &bytes).unwrap();
+        age(&p);
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        std::fs::read(&p).unwrap()
+    };
+    let after = edited(&[
         "history",
         "insert",
         "--file",
@@ -179,12 +183,8 @@ fn partial_last_line_stays_last_and_a_second_run_changes_nothing() {
         "--content",
         "inserted",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_tail_kept(&std::fs::read(&p).unwrap(), tail, "history insert");
-
-    std::fs::write(&p, &bytes).unwrap();
-    age(&p);
-    let o = run(&[
+    assert_tail_kept(&after, tail, "history insert");
+    let after = edited(&[
         "summarize-range",
         "--keep-last",
         "1",
@@ -193,8 +193,6 @@ fn partial_last_line_stays_last_and_a_second_run_changes_nothing() {
         "-i",
         s(&p),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let after = std::fs::read(&p).unwrap();
     assert_tail_kept(&after, tail, "summarize-range");
 }
 

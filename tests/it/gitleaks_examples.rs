@@ -19,8 +19,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use serde_json::{json, Value};
 
@@ -135,13 +133,7 @@ fn gitleaks_examples_detected_wholly_and_false_positives_kept() {
         lines.extend(records(e["text"].as_str().unwrap()));
     }
     let input = lines.join("\n") + "\n";
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(input.as_bytes(), &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    let out = String::from_utf8(out).unwrap();
+    let out = String::from_utf8(crate::common::run_in_memory(&p, input.as_bytes(), false)).unwrap();
     let out: Vec<&str> = out.lines().collect();
     assert_eq!(out.len(), lines.len(), "redact keeps every record");
 

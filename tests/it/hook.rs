@@ -150,6 +150,14 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The Stop event of turn `n` of session `s1` in `f` (its prompt id and last answer set).
+fn stop_event(f: &Path, n: usize) -> Value {
+    let mut ev = event("Stop", f, "s1");
+    ev["prompt_id"] = json!(format!("p{n}"));
+    ev["last_assistant_message"] = json!(format!("Answer {n}."));
+    ev
+}
+
 #[test]
 fn pre_compact_digest_keeps_the_facts_and_no_secret() {
     let r = Root::new();
@@ -217,9 +225,7 @@ fn stop_notify_says_the_turn_count_once() {
     let r = Root::new();
     let f = r.session("s1", 6);
     let p = r.pipeline("n.toml", "version = 1\n[hook]\nevery = 3\n");
-    let mut ev = event("Stop", &f, "s1");
-    ev["prompt_id"] = json!("p6");
-    ev["last_assistant_message"] = json!("Answer 6.");
+    let mut ev = stop_event(&f, 6);
     // another hook made the model continue: still this turn's Stop
     ev["stop_hook_active"] = json!(true);
     let out = r.hook(&["--pipeline", &p], &ev);
@@ -253,9 +259,7 @@ fn stop_never_fires_for_a_turn_that_is_not_there() {
         "version = 1\n[hook]\nevery = 1\nstop_wait_ms = 300\n",
     );
     // the Stop of turn 4 arrives; the transcript still ends with turn 3
-    let mut ev = event("Stop", &f, "s1");
-    ev["prompt_id"] = json!("p4");
-    ev["last_assistant_message"] = json!("Answer 4.");
+    let ev = stop_event(&f, 4);
     let out = r.hook(&["--pipeline", &p], &ev);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty(), "{}", stdout(&out));
@@ -276,9 +280,7 @@ fn stop_fork_is_compressed_redacted_and_leaves_the_session_alone() {
         "fork.toml",
         "version = 1\n[hook]\nat_turns = [4]\naction = \"fork\"\nkeep_last = 2\n[[stage]]\ntype = \"redact\"\n",
     );
-    let mut ev = event("Stop", &f, "s1");
-    ev["prompt_id"] = json!("p4");
-    ev["last_assistant_message"] = json!("Answer 4.");
+    let ev = stop_event(&f, 4);
     let out = r.hook(&["--pipeline", &p], &ev);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -1,15 +1,13 @@
 //! The identity pipeline is lossless: every byte of every input comes back, whatever the input.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use cchist::engine::pipeline::Pipeline;
-use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
-use proptest::prelude::*;
 
 use crate::common::{corpus, corpus_files, manifest, own_corpus_len};
+use proptest::prelude::*;
 
 fn cchist() -> Command {
     Command::from_std(crate::common::cchist())
@@ -19,17 +17,22 @@ fn identity() -> PathBuf {
     manifest().join("filters/identity.toml")
 }
 
+/// `cchist run -p identity.toml FILE`.
+fn run_identity_on(f: &Path) -> std::process::Output {
+    cchist()
+        .args(["run", "--pipeline"])
+        .arg(identity())
+        .arg(f)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn identity_reproduces_every_corpus_file_byte_for_byte() {
     let files = corpus_files("");
     assert!(files.len() >= own_corpus_len("").max(30), "{files:?}");
     for f in files {
-        let out = cchist()
-            .args(["run", "--pipeline"])
-            .arg(identity())
-            .arg(&f)
-            .output()
-            .unwrap();
+        let out = run_identity_on(&f);
         assert!(out.status.success(), "{}: {:?}", f.display(), out);
         assert!(
             out.stdout == std::fs::read(&f).unwrap(),
@@ -69,12 +72,7 @@ fn identity_reproduces_awkward_inputs_via_file_and_stdin() {
     for (name, bytes) in awkward_inputs() {
         let f = dir.path().join(format!("{name}.jsonl"));
         std::fs::write(&f, &bytes).unwrap();
-        let out = cchist()
-            .args(["run", "-p"])
-            .arg(identity())
-            .arg(&f)
-            .output()
-            .unwrap();
+        let out = run_identity_on(&f);
         assert!(out.status.success(), "{name}: {out:?}");
         assert_eq!(out.stdout, bytes, "{name} via file");
         let out = cchist()
@@ -90,9 +88,8 @@ fn identity_reproduces_awkward_inputs_via_file_and_stdin() {
 
 #[test]
 fn on_invalid_error_names_file_and_line_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("strict.toml");
-    std::fs::write(&p, "version = 1\non_invalid_json = \"error\"\n").unwrap();
+    let (dir, p) =
+        crate::common::temp_file("strict.toml", "version = 1\non_invalid_json = \"error\"\n");
     let f = dir.path().join("s.jsonl");
     std::fs::write(&f, b"{\"a\":1}\n{\"a\":\n{\"b\":2}\n").unwrap();
     let out = cchist()
@@ -119,9 +116,7 @@ fn on_invalid_error_names_file_and_line_and_writes_nothing() {
 
 #[test]
 fn dry_run_counts_invalid_lines_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.jsonl");
-    std::fs::write(&f, b"{\"a\":1}\nnope\n\0\0\n").unwrap();
+    let (_dir, f) = crate::common::temp_file("s.jsonl", b"{\"a\":1}\nnope\n\0\0\n");
     let out = cchist()
         .args(["run", "--dry-run", "--json", "-p"])
         .arg(identity())
@@ -146,12 +141,7 @@ fn in_place_identity_keeps_bytes_mode_mtime_and_leaves_no_temp_file() {
     std::fs::copy(&src, &f).unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
-    std::fs::File::options()
-        .write(true)
-        .open(&f)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    crate::common::set_mtime(&f, old);
     let before = std::fs::metadata(&f).unwrap();
     cchist()
         .args(["run", "--in-place", "-p"])
@@ -213,9 +203,7 @@ fn clear_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.jsonl"));
     // pipeline typo
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("typo.toml");
-    std::fs::write(&p, "version = 1\ndescripton = \"x\"\n").unwrap();
+    let (_dir, p) = crate::common::temp_file("typo.toml", "version = 1\ndescripton = \"x\"\n");
     let out = cchist().args(["run", "-p"]).arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -246,25 +234,11 @@ fn unreadable_directory_is_a_clear_error() {
 }
 
 fn run_identity(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    Pipeline::identity()
-        .run_buffer(input, &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    out
+    crate::common::run_in_memory(&Pipeline::identity(), input, false)
 }
 
 fn run_identity_stream(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    Pipeline::identity()
-        .run_stream(input, &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    out
+    crate::common::run_in_memory(&Pipeline::identity(), input, true)
 }
 
 fn line_soup() -> impl Strategy<Value = Vec<u8>> {

@@ -140,20 +140,12 @@ fn dry_run_and_json_reports_hold_no_secret() {
 
 #[test]
 fn check_exits_0_on_a_clean_file_and_2_on_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let clean = dir.path().join("clean.jsonl");
-    std::fs::write(
-        &clean,
+    let (dir, clean) = crate::common::temp_file(
+        "clean.jsonl",
         "{\"type\":\"user\",\"message\":{\"content\":\"hello\"}}\n",
-    )
-    .unwrap();
-    let out = run(&["check", clean.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
+    let out = run(&["check", clean.to_str().unwrap()]);
+    crate::common::assert_code(&out, 0);
     let out = run(&["check", dir.path().join("missing.jsonl").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let out = run(&[
@@ -170,19 +162,11 @@ fn check_exits_0_on_a_clean_file_and_2_on_errors() {
 fn check_pipeline_validates_a_pipeline_file_alone() {
     let scrub = Path::new(env!("CARGO_MANIFEST_DIR")).join("filters/scrub.toml");
     let out = run(&["check", "--pipeline", scrub.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.toml");
-    std::fs::write(
-        &bad,
+    crate::common::assert_code(&out, 0);
+    let (_dir, bad) = crate::common::temp_file(
+        "bad.toml",
         "version = 1\n\n[[stage]]\ntype = \"redact\"\nrulez = {}\n",
-    )
-    .unwrap();
+    );
     let out = run(&["check", "--pipeline", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -191,13 +175,7 @@ fn check_pipeline_validates_a_pipeline_file_alone() {
 
 #[test]
 fn check_uses_the_pipeline_files_redact_options() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("p.toml");
-    std::fs::write(
-        &p,
-        "version = 1\n[[stage]]\ntype = \"redact\"\nrules = { disable = [\"anthropic-api-key\"] }\n",
-    )
-    .unwrap();
+    let (_dir, p) = crate::common::temp_file("p.toml", "version = 1\n[[stage]]\ntype = \"redact\"\nrules = { disable = [\"anthropic-api-key\"] }\n");
     let out = run(&[
         "check",
         "--pipeline",
@@ -245,12 +223,7 @@ fn in_place_redacts_the_session_and_its_tool_results() {
     );
     // Nothing left to find; a second run changes nothing.
     let out = run(&["check", session.to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    crate::common::assert_code(&out, 0);
 }
 
 #[test]

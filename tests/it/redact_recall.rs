@@ -7,8 +7,6 @@
 mod recall_gen;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages::redact::{Redact, RedactOptions, Redactor};
 use recall_gen::{encodings, kinds, leaks, lookalikes, positions, visible_text, Gen};
 use serde_json::Value;
@@ -20,13 +18,7 @@ fn pipeline() -> Pipeline {
 
 fn redact_lines(p: &Pipeline, lines: &[String]) -> Vec<String> {
     let input = lines.join("\n") + "\n";
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(input.as_bytes(), &Origin::stdin(), &mut sink)
-        .unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    let text = String::from_utf8(out).unwrap();
+    let text = String::from_utf8(crate::common::run_in_memory(p, input.as_bytes(), false)).unwrap();
     let v: Vec<String> = text.lines().map(str::to_string).collect();
     assert_eq!(v.len(), lines.len(), "redact keeps every record");
     v
@@ -63,6 +55,19 @@ struct Score {
 
 fn pct(s: Score) -> f64 {
     100.0 * s.ok as f64 / s.n.max(1) as f64
+}
+
+/// Prints one table of the report: each name with its case count and share of `ok` cases.
+fn print_table<'a>(
+    heading: &str,
+    measure: &str,
+    names: impl Iterator<Item = &'a str>,
+    scores: &[Score],
+) {
+    println!("\n{heading:<34} {:>6} {measure:>8}", "cases");
+    for (name, s) in names.zip(scores) {
+        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
+    }
 }
 
 #[test]
@@ -144,22 +149,20 @@ fn recall_and_lookalike_precision_on_the_labeled_generator() {
         }
     }
 
-    println!("\n{:<34} {:>6} {:>8}", "positive kind", "cases", "recall");
-    for ((name, _), s) in kinds.iter().zip(&by_kind) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
-    println!("\n{:<34} {:>6} {:>8}", "position", "cases", "recall");
-    for ((name, _), s) in positions.iter().zip(&by_pos) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
-    println!("\n{:<34} {:>6} {:>8}", "encoding", "cases", "recall");
-    for ((name, _), s) in encodings.iter().zip(&by_enc) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
-    println!("\n{:<34} {:>6} {:>8}", "look-alike class", "cases", "kept");
-    for ((name, _), s) in looks.iter().zip(&by_look) {
-        println!("{name:<34} {:>6} {:>7.1}%", s.n, pct(*s));
-    }
+    print_table(
+        "positive kind",
+        "recall",
+        kinds.iter().map(|k| k.0),
+        &by_kind,
+    );
+    print_table("position", "recall", positions.iter().map(|k| k.0), &by_pos);
+    print_table("encoding", "recall", encodings.iter().map(|k| k.0), &by_enc);
+    print_table(
+        "look-alike class",
+        "kept",
+        looks.iter().map(|k| k.0),
+        &by_look,
+    );
     let total = by_kind.iter().fold(Score::default(), |a, s| Score {
         n: a.n + s.n,
         ok: a.ok + s.ok,

@@ -53,13 +53,7 @@ fn append_runs(runs: usize, bytes: usize) {
     // Time one undisturbed run.
     std::fs::write(&path, &orig).unwrap();
     let t0 = Instant::now();
-    let o = Command::new(bin())
-        .args(["run", "--pipeline"])
-        .arg(pipeline)
-        .args(["--in-place", "--force", "--json"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let o = run_pipeline(pipeline, &["--in-place", "--force", "--json"], &path);
     let full = t0.elapsed();
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let out_len = std::fs::metadata(&path).unwrap().len();
@@ -204,11 +198,7 @@ fn append_during_in_place_bounded() {
 #[test]
 #[ignore = "long: 40 MB session, CCHIST_APPEND_RUNS iterations (default 60)"]
 fn append_during_in_place_long() {
-    let runs = std::env::var("CCHIST_APPEND_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    append_runs(runs, 40 << 20);
+    append_runs(env_runs("CCHIST_APPEND_RUNS", 60), 40 << 20);
 }
 
 /// The window between cchist's last check and its rename, made wide on purpose: `strace`
@@ -233,12 +223,7 @@ fn append_in_the_rename_window_is_carried_over() {
     let mut carried = 0;
     for attempt in 0..6 {
         std::fs::write(&path, &orig).unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        crate::common::set_mtime(&path, old);
         let child = Command::new("strace")
             .args([
                 "-f",

@@ -158,12 +158,7 @@ pub fn changing_pipeline() -> &'static (PathBuf, String) {
                 ),
             )
             .unwrap();
-            let out = Command::new(bin())
-                .args(["run", "--pipeline"])
-                .arg(&p)
-                .arg(&probe)
-                .output()
-                .unwrap();
+            let out = run_pipeline(&p, &[], &probe);
             if out.status.success() && out.stdout != std::fs::read(&probe).unwrap() {
                 eprintln!("reliability tests: changing pipeline uses stage `{stage}`");
                 return (p, stage.to_string());
@@ -176,6 +171,17 @@ pub fn changing_pipeline() -> &'static (PathBuf, String) {
     })
 }
 
+/// Runs `cchist run --pipeline <pipeline> <args> <target>` and returns its output.
+pub fn run_pipeline(pipeline: &Path, args: &[&str], target: &Path) -> Output {
+    Command::new(bin())
+        .args(["run", "--pipeline"])
+        .arg(pipeline)
+        .args(args)
+        .arg(target)
+        .output()
+        .unwrap()
+}
+
 /// Run the binary with `args`.
 pub fn run(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(bin()).args(args).output().unwrap()
@@ -184,12 +190,7 @@ pub fn run(args: &[&std::ffi::OsStr]) -> Output {
 /// What the changing pipeline makes of `input` (run to stdout).
 pub fn expected_output(input: &Path) -> Vec<u8> {
     let (p, _) = changing_pipeline();
-    let out = Command::new(bin())
-        .args(["run", "--pipeline"])
-        .arg(p)
-        .arg(input)
-        .output()
-        .unwrap();
+    let out = run_pipeline(p, &[], input);
     assert!(
         out.status.success(),
         "{}",
@@ -232,4 +233,21 @@ pub fn code(o: &Output) -> i32 {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// The number in the environment variable `var` (how many runs a long test does), else
+/// `default`.
+pub fn env_runs(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Writes `bytes` to `dir/rel`, creating its folders; returns the path.
+pub fn write_under(dir: &Path, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, bytes).unwrap();
+    p
 }

@@ -249,11 +249,7 @@ fn crash_kill_bounded() {
 #[test]
 #[ignore = "long: 150 SIGKILLs (CCHIST_CRASH_RUNS to change)"]
 fn crash_kill_long() {
-    let runs = std::env::var("CCHIST_CRASH_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
-    crash_runs(runs);
+    crash_runs(env_runs("CCHIST_CRASH_RUNS", 150));
 }
 
 /// Leftover cleanup never touches what is not ours: look-alike names, links, files of a
@@ -261,10 +257,8 @@ fn crash_kill_long() {
 #[test]
 fn leftover_cleanup_removes_only_our_stale_temp_files() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("projects/p");
-    std::fs::create_dir_all(&root).unwrap();
-    let s = root.join("s.jsonl");
-    std::fs::write(&s, b"{\"type\":\"user\"}\n").unwrap();
+    let s = write_under(dir.path(), "projects/p/s.jsonl", b"{\"type\":\"user\"}\n");
+    let root = s.parent().unwrap().to_path_buf();
     // A dead pid: spawn and reap a short process.
     let dead = {
         let mut c = Command::new("true").spawn().unwrap();
@@ -294,20 +288,13 @@ fn leftover_cleanup_removes_only_our_stale_temp_files() {
     std::os::unix::fs::symlink(&outside, &link).unwrap();
     let old = std::time::SystemTime::now() - Duration::from_secs(60);
     for p in [&ours_stale, &ours_backup_stale, &live] {
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        crate::common::set_mtime(p, old);
     }
-    let o = Command::new(bin())
-        .args(["run", "--pipeline"])
-        .arg(&changing_pipeline().0)
-        .args(["--in-place", "--force"])
-        .arg(dir.path().join("projects"))
-        .output()
-        .unwrap();
+    let o = run_pipeline(
+        &changing_pipeline().0,
+        &["--in-place", "--force"],
+        &dir.path().join("projects"),
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 0, "{err}");
     assert!(!ours_stale.exists() && !ours_backup_stale.exists(), "{err}");
@@ -329,27 +316,14 @@ fn leftover_cleanup_removes_only_our_stale_temp_files() {
     // newer than the run (another cchist at work) is kept.
     let stale2 = root.join(format!(".s.jsonl.cchist-tmp.{dead}.9"));
     std::fs::write(&stale2, b"x").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&stale2)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    crate::common::set_mtime(&stale2, old);
     let fresh = root.join(format!(".s.jsonl.cchist-tmp.{dead}.10"));
     std::fs::write(&fresh, b"x").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&fresh)
-        .unwrap()
-        .set_modified(std::time::SystemTime::now() + Duration::from_secs(3600))
-        .unwrap();
-    let o = Command::new(bin())
-        .args(["run", "--pipeline"])
-        .arg(&changing_pipeline().0)
-        .args(["--in-place", "--force"])
-        .arg(&s)
-        .output()
-        .unwrap();
+    crate::common::set_mtime(
+        &fresh,
+        std::time::SystemTime::now() + Duration::from_secs(3600),
+    );
+    let o = run_pipeline(&changing_pipeline().0, &["--in-place", "--force"], &s);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 0, "{err}");
     assert!(!stale2.exists(), "{err}");
@@ -359,19 +333,8 @@ fn leftover_cleanup_removes_only_our_stale_temp_files() {
     );
     // Modes other than --in-place never remove anything.
     std::fs::write(&stale2, b"x").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&stale2)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-    let o = Command::new(bin())
-        .args(["run", "--pipeline"])
-        .arg(&changing_pipeline().0)
-        .arg("--dry-run")
-        .arg(&s)
-        .output()
-        .unwrap();
+    crate::common::set_mtime(&stale2, old);
+    let o = run_pipeline(&changing_pipeline().0, &["--dry-run"], &s);
     assert_eq!(code(&o), 0);
     assert!(stale2.exists());
 }

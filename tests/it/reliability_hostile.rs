@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use crate::reliability_common::*;
 use cchist::engine::pipeline::Pipeline;
 use cchist::error::Origin;
-use cchist::io::output::{Sink, SpanWriter};
 
 /// Run `cmd` with a deadline (a parent cycle must not hang a stage); stdin from `input`.
 fn run_timed(mut cmd: Command, input: Option<&[u8]>, secs: u64) -> Output {
@@ -64,6 +63,24 @@ fn run_timed(mut cmd: Command, input: Option<&[u8]>, secs: u64) -> Output {
         w.join().unwrap();
     }
     out
+}
+
+/// `run -p PIPELINE --in-place --force FILE`, killed after 120 s.
+fn in_place_timed(pipeline: &Path, file: &Path) -> Output {
+    run_timed(
+        cmd(
+            &[
+                "run",
+                "-p",
+                pipeline.to_str().unwrap(),
+                "--in-place",
+                "--force",
+            ],
+            &[file],
+        ),
+        None,
+        120,
+    )
 }
 
 fn cmd(args: &[&str], paths: &[&Path]) -> Command {
@@ -199,13 +216,7 @@ fn cases() -> Vec<Case> {
 #[test]
 fn hostile_cases_through_the_library() {
     for c in cases() {
-        let mut out = Vec::new();
-        let mut sink = SpanWriter::new(&mut out);
-        Pipeline::identity()
-            .run_buffer(&c.body, &Origin::stdin(), &mut sink)
-            .unwrap();
-        sink.finish().unwrap();
-        drop(sink);
+        let out = crate::common::run_in_memory(&Pipeline::identity(), &c.body, false);
         assert!(out == c.body, "{}: identity changed bytes", c.name);
         let findings = cchist::findings::validate::validate(&c.body);
         if let Some(rule) = c.rule {
@@ -334,20 +345,7 @@ fn hostile_cases_through_the_binary() {
         }
         let m = dir.path().join(format!("{}-mixed.jsonl", c.name));
         std::fs::write(&m, &mixed).unwrap();
-        let o = run_timed(
-            cmd(
-                &[
-                    "run",
-                    "-p",
-                    changing.to_str().unwrap(),
-                    "--in-place",
-                    "--force",
-                ],
-                &[&m],
-            ),
-            None,
-            120,
-        );
+        let o = in_place_timed(changing, &m);
         let now = std::fs::read(&m).unwrap();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         let outcome = match code(&o) {
@@ -386,20 +384,7 @@ fn hostile_cases_through_the_binary() {
         );
         // on_invalid_json = "error": stop before writing anything, naming file and line
         std::fs::write(&m, &mixed).unwrap();
-        let o = run_timed(
-            cmd(
-                &[
-                    "run",
-                    "-p",
-                    strict.to_str().unwrap(),
-                    "--in-place",
-                    "--force",
-                ],
-                &[&m],
-            ),
-            None,
-            120,
-        );
+        let o = in_place_timed(&strict, &m);
         if c.pass_through
             && !matches!(
                 c.name,
@@ -454,12 +439,7 @@ fn long_line(n: usize) {
     let t0 = Instant::now();
     // identity to stdout, from the file and from a pipe (the streaming reader)
     let id = identity();
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&id)
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&id, &[], &f);
     assert_eq!(code(&o), 0);
     assert_eq!(o.stdout.len() as u64, len);
     let o = Command::new(bin())
@@ -488,13 +468,7 @@ fn long_line(n: usize) {
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stdout));
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&changing_pipeline().0)
-        .args(["--in-place", "--force"])
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&changing_pipeline().0, &["--in-place", "--force"], &f);
     let c = code(&o);
     assert!(c == 0 || c == 2, "{}", String::from_utf8_lossy(&o.stderr));
     assert!(temp_files(dir.path()).is_empty());
@@ -510,11 +484,9 @@ fn long_line(n: usize) {
 #[test]
 fn symlink_pointing_outside_is_not_followed() {
     let dir = tempfile::tempdir().unwrap();
-    let outside = dir.path().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let secret_file = outside.join("victim.jsonl");
     let victim = session(9, 20_000);
-    std::fs::write(&secret_file, &victim).unwrap();
+    let secret_file = write_under(dir.path(), "outside/victim.jsonl", &victim);
+    let outside = secret_file.parent().unwrap().to_path_buf();
     let proj = dir.path().join("projects/p");
     std::fs::create_dir_all(&proj).unwrap();
     std::os::unix::fs::symlink(&secret_file, proj.join("link.jsonl")).unwrap();
@@ -522,13 +494,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let own = proj.join("own.jsonl");
     std::fs::write(&own, session(10, 20_000)).unwrap();
     let p = changing_pipeline().0.clone();
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force"])
-        .arg(dir.path().join("projects"))
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force"], &dir.path().join("projects"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(code(&o), 0, "{err}");
     assert!(
@@ -549,13 +515,7 @@ fn symlink_pointing_outside_is_not_followed() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("not followed"));
     // --in-place on the link by name: refused, target untouched
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force"])
-        .arg(proj.join("link.jsonl"))
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force"], &proj.join("link.jsonl"));
     assert_eq!(code(&o), 2);
     assert!(String::from_utf8_lossy(&o.stderr).contains("symbolic link"));
     assert!(std::fs::read(&secret_file).unwrap() == victim);
@@ -570,13 +530,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let mut bak = own.as_os_str().to_owned();
     bak.push(".bak");
     std::os::unix::fs::symlink(&target, PathBuf::from(&bak)).unwrap();
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force", "--backup", ".bak"])
-        .arg(&own)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force", "--backup", ".bak"], &own);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         std::fs::read(&target).unwrap(),
@@ -793,13 +747,7 @@ fn full_disk_leaves_the_original_intact() {
         let len = f.metadata().unwrap().len();
         f.set_len(len.saturating_sub(8192)).unwrap();
     }
-    let o = Command::new(bin())
-        .args(["run", "-p"])
-        .arg(&p)
-        .args(["--in-place", "--force", "--backup", ".bak"])
-        .arg(&g)
-        .output()
-        .unwrap();
+    let o = run_pipeline(&p, &["--in-place", "--force", "--backup", ".bak"], &g);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let (c, now, temps) = (code(&o), std::fs::read(&g).unwrap(), temp_files(&mnt));
     assert_eq!(c, 2, "{err}");

@@ -25,6 +25,20 @@ fn run_umask0(args: &[&std::ffi::OsStr]) -> Output {
     c.output().unwrap()
 }
 
+/// `run -p <changing pipeline> --in-place --force EXTRA FILE` under umask 000.
+fn in_place_umask0(extra: &[&str], file: &Path) -> Output {
+    let mut args = vec![
+        os("run"),
+        os("-p"),
+        changing_pipeline().0.as_os_str(),
+        os("--in-place"),
+        os("--force"),
+    ];
+    args.extend(extra.iter().map(|e| os(e)));
+    args.push(file.as_os_str());
+    run_umask0(&args)
+}
+
 fn os(s: &str) -> &std::ffi::OsStr {
     std::ffi::OsStr::new(s)
 }
@@ -46,6 +60,23 @@ fn all_files(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// `meta` (of the file `what`) has the mode `m`, the owner of `before` and the mtime `old`.
+fn assert_kept(
+    meta: &std::fs::Metadata,
+    before: &std::fs::Metadata,
+    m: u32,
+    old: SystemTime,
+    what: &str,
+) {
+    assert_eq!(meta.mode() & 0o7777, m, "{what} mode");
+    assert_eq!(
+        (meta.uid(), meta.gid()),
+        (before.uid(), before.gid()),
+        "{what} owner"
+    );
+    assert_eq!(meta.modified().unwrap(), old, "{what} mtime kept");
+}
+
 #[test]
 fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -60,23 +91,9 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
                 std::os::unix::fs::chown(&p, Some(u), Some(g)).unwrap();
             }
         }
-        std::fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        crate::common::set_mtime(&p, old);
         let before = std::fs::metadata(&p).unwrap();
-        let o = run_umask0(&[
-            os("run"),
-            os("-p"),
-            changing_pipeline().0.as_os_str(),
-            os("--in-place"),
-            os("--force"),
-            os("--backup"),
-            os(".orig"),
-            p.as_os_str(),
-        ]);
+        let o = in_place_umask0(&["--backup", ".orig"], &p);
         assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
         let after = std::fs::metadata(&p).unwrap();
         assert!(
@@ -84,23 +101,11 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
             "the pipeline changed nothing"
         );
         assert_ne!(after.ino(), before.ino(), "replaced by rename");
-        assert_eq!(after.mode() & 0o7777, m, "output mode");
-        assert_eq!(
-            (after.uid(), after.gid()),
-            (before.uid(), before.gid()),
-            "output owner"
-        );
-        assert_eq!(after.modified().unwrap(), old, "output mtime kept");
+        assert_kept(&after, &before, m, old, "output");
         let b = dir.path().join("s.jsonl.orig");
         let bm = std::fs::metadata(&b).unwrap();
         assert!(std::fs::read(&b).unwrap() == orig, "backup is the original");
-        assert_eq!(bm.mode() & 0o7777, m, "backup mode");
-        assert_eq!(
-            (bm.uid(), bm.gid()),
-            (before.uid(), before.gid()),
-            "backup owner"
-        );
-        assert_eq!(bm.modified().unwrap(), old, "backup mtime");
+        assert_kept(&bm, &before, m, old, "backup");
         // nothing else appeared, and nothing is more open than the original
         let files = all_files(dir.path());
         assert_eq!(files.len(), 2, "{files:?}");
@@ -112,15 +117,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
     // --touch sets mtime to now, keeps the rest
     std::fs::write(&p, &orig).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let o = run_umask0(&[
-        os("run"),
-        os("-p"),
-        changing_pipeline().0.as_os_str(),
-        os("--in-place"),
-        os("--force"),
-        os("--touch"),
-        p.as_os_str(),
-    ]);
+    let o = in_place_umask0(&["--touch"], &p);
     assert_eq!(code(&o), 0);
     let after = std::fs::metadata(&p).unwrap();
     assert_eq!(after.mode() & 0o7777, 0o600);
@@ -189,10 +186,11 @@ fn temp_files_are_private_and_named_after_the_target() {
 #[test]
 fn out_dir_creates_private_folders_under_umask_000() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("projects/-home-u-p");
-    std::fs::create_dir_all(&src).unwrap();
-    let f = src.join("s.jsonl");
-    std::fs::write(&f, session(40, 50_000)).unwrap();
+    let f = write_under(
+        dir.path(),
+        "projects/-home-u-p/s.jsonl",
+        session(40, 50_000),
+    );
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = dir.path().join("out");
     let o = run_umask0(&[
@@ -321,9 +319,10 @@ fn redact_removes_plain_and_escaped_secrets() {
         eprintln!("SKIPPED: no `redact` stage registered yet");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let pipeline = dir.path().join("redact.toml");
-    std::fs::write(&pipeline, "version = 1\n\n[[stage]]\ntype = \"redact\"\n").unwrap();
+    let (dir, pipeline) = crate::common::temp_file(
+        "redact.toml",
+        "version = 1\n\n[[stage]]\ntype = \"redact\"\n",
+    );
     let all_escaped: String = SECRET
         .chars()
         .map(|c| format!("\\u{:04x}", c as u32))

@@ -4,13 +4,11 @@
 use std::collections::BTreeMap;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::error::Origin;
 use cchist::findings::validate::validate;
-use cchist::io::output::{Sink, SpanWriter};
-use cchist::stages::relink::{Relink, RelinkOptions};
 use proptest::prelude::*;
 
 use crate::common::{corpus, corpus_any, extended_dir, main_sessions};
+use cchist::stages::relink::{Relink, RelinkOptions};
 
 fn relink(data: &[u8]) -> Vec<u8> {
     let p = Pipeline::new(
@@ -18,12 +16,7 @@ fn relink(data: &[u8]) -> Vec<u8> {
         OnInvalid::Keep,
         "relink".into(),
     );
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(data, &Origin::stdin(), &mut sink).unwrap();
-    sink.finish().unwrap();
-    drop(sink);
-    out
+    crate::common::run_in_memory(&p, data, false)
 }
 
 /// `tool_use` blocks of `data` that no `tool_result` answers (at the tip of a chain they are

@@ -11,36 +11,16 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use cchist::engine::config;
-use cchist::engine::pipeline::Pipeline;
-use cchist::error::Origin;
 use cchist::io::framing;
-use cchist::io::output::{Sink, SpanWriter};
+
 use cchist::stages::summarize::digest_body;
 use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
 use scaling_inputs as gen;
+use scaling_inputs::{pipeline, run};
 
 /// Largest accepted time ratio for 8× the input.
 const MAX_RATIO: f64 = 20.0;
-
-fn pipeline(spec: &str) -> Pipeline {
-    let file = match spec.strip_prefix('@') {
-        Some(name) => config::load_spec(name),
-        None => config::parse(&format!("version = 1\n{spec}"), &Origin::stdin()),
-    };
-    file.expect("test pipeline").pipeline
-}
-
-fn run(p: &Pipeline, data: &[u8]) -> usize {
-    let mut out = Vec::new();
-    let mut sink = SpanWriter::new(&mut out);
-    p.run_buffer(data, &Origin::stdin(), &mut sink)
-        .expect("run");
-    sink.finish().unwrap();
-    drop(sink);
-    out.len()
-}
 
 fn best_of_three(f: &mut dyn FnMut()) -> Duration {
     (0..3)

@@ -1,15 +1,11 @@
 //! `ls` and `history list/show` on a sandbox config folder built from the generated corpus.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::common::{copy_dir, corpus_dir};
-
-fn corpus() -> PathBuf {
-    corpus_dir().join("generated")
-}
+use crate::common::install_generated;
 
 /// A config root holding the generated sessions where Claude Code would put them:
 /// `projects/<folder of cwd>/<session id>.jsonl`, companion folders included.
@@ -22,18 +18,7 @@ fn sandbox() -> tempfile::TempDir {
         "p04_subagent",
         "p05_long",
     ] {
-        let src = corpus().join(format!("{name}.jsonl"));
-        let cwd = cchist::claude::layout::first_cwd(&src).unwrap();
-        let dir = root
-            .path()
-            .join("projects")
-            .join(cchist::claude::layout::project_folder_name(&cwd));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(&src, dir.join(format!("{name}.jsonl"))).unwrap();
-        let comp = corpus().join(name);
-        if comp.is_dir() {
-            copy_dir(&comp, &dir.join(name));
-        }
+        install_generated(root.path(), name);
     }
     root
 }
@@ -112,12 +97,7 @@ fn history_list_numbers_turns_in_chain_order() {
     let v = json_out(
         cchist(root.path()).args(["history", "list", "--json", "-s", "p05", "--recent", "3"]),
     );
-    let nums: Vec<u64> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["number"].as_u64().unwrap())
-        .collect();
+    let nums = crate::common::u64s(&v, "number");
     assert_eq!(nums, vec![10, 11, 12]);
     // the compacted session: the /compact command is a turn, its output belongs to it
     let v = json_out(cchist(root.path()).args(["history", "list", "--json", "-s", "p03"]));

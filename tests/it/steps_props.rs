@@ -7,12 +7,12 @@ use std::collections::HashSet;
 
 use cchist::error::Origin;
 use cchist::findings::validate::validate;
-use cchist::io::framing::lines;
 use cchist::stages::summarize::{SummarizeOptions, SummarizeRange};
 use cchist::stages::{Cx, Stage};
-use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
 use proptest::prelude::*;
+
+use crate::common::{session_bytes, session_of, step_uuids};
 use serde_json::{json, Value};
 
 /// One assistant message: how many tool calls, and whether its results are written between
@@ -88,16 +88,9 @@ fn arb_turns() -> impl Strategy<Value = Vec<Vec<Msg>>> {
 }
 
 fn uuid_steps(data: &[u8]) -> Vec<HashSet<String>> {
-    let s = Session::new(lines(data, 1).map(Record::from_line).collect());
-    let turns = s.turns();
-    s.steps(&turns)
-        .iter()
-        .map(|st| {
-            st.records
-                .iter()
-                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
-                .collect()
-        })
+    step_uuids(data)
+        .into_iter()
+        .map(|st| st.into_iter().collect())
         .collect()
 }
 
@@ -117,20 +110,17 @@ proptest! {
             ..Default::default()
         })
         .unwrap();
-        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let mut s = session_of(text.as_bytes());
         stage.session(&mut s, &mut Cx::new(Origin::stdin())).unwrap();
-        let mut out = Vec::new();
-        for r in &s.records {
-            r.write_to(&mut out);
-        }
+        let out = session_bytes(&s);
         let findings = validate(&out);
         prop_assert!(findings.is_empty(), "{:?}", findings);
-        let s = Session::new(lines(&out, 1).map(Record::from_line).collect());
+        let s = session_of(&out);
         let kept: HashSet<String> = (0..s.records.len())
             .filter_map(|i| s.header(i).and_then(|h| h.uuid.clone()))
             .collect();
         // Split assistant messages stay whole: all of a message's pieces are kept or none.
-        let orig = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let orig = session_of(text.as_bytes());
         let pieces = |s: &Session<'_>, mid: &str| {
             (0..s.records.len())
                 .filter(|&i| s.header(i).is_some_and(|h| h.message_id.as_deref() == Some(mid)))
@@ -193,19 +183,16 @@ proptest! {
             ..Default::default()
         })
         .unwrap();
-        let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
+        let mut s = session_of(text.as_bytes());
         if let Err(e) = stage.session(&mut s, &mut Cx::new(Origin::stdin())) {
             // Keeping every record of the range leaves nothing to summarize: an error.
             prop_assert!(e.to_string().contains("nothing is left to summarize"), "{}", e);
             return Ok(());
         }
-        let mut out = Vec::new();
-        for r in &s.records {
-            r.write_to(&mut out);
-        }
+        let out = session_bytes(&s);
         let findings = validate(&out);
         prop_assert!(findings.is_empty(), "{:?}", findings);
-        let s = Session::new(lines(&out, 1).map(Record::from_line).collect());
+        let s = session_of(&out);
         let uses: HashSet<&String> = s.tool_uses.keys().collect();
         let results: HashSet<&String> = s.tool_results.keys().collect();
         prop_assert_eq!(uses, results);

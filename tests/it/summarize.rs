@@ -4,12 +4,9 @@
 use std::path::Path;
 
 use cchist::findings::validate::validate;
-use cchist::io::framing::lines;
-use cchist::transcript::record::Record;
-use cchist::transcript::session::Session;
 use serde_json::Value;
 
-use crate::common::{cchist, corpus};
+use crate::common::{cchist, corpus, session_of, step_uuids, summary_record};
 
 fn run(args: &[&str], input: &Path) -> std::process::Output {
     cchist().args(args).arg(input).output().unwrap()
@@ -29,7 +26,7 @@ fn records(data: &[u8]) -> Vec<Value> {
 
 /// The prompt text of each turn, in order.
 fn prompts(data: &[u8]) -> Vec<String> {
-    let mut s = Session::new(lines(data, 1).map(Record::from_line).collect());
+    let mut s = session_of(data);
     let turns = s.turns();
     turns
         .iter()
@@ -80,12 +77,7 @@ fn turns_2_to_10_become_one_summary_turn_in_place() {
         .unwrap();
     assert_eq!(step11["parentUuid"], sum["uuid"]);
     // Every removed chain uuid is named; none is left in the file.
-    let removed: Vec<&str> = sum["cchistSummary"]["removedUuids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|u| u.as_str().unwrap())
-        .collect();
+    let removed = crate::common::strs(&sum["cchistSummary"]["removedUuids"]);
     let removed_lines = orig.len() + 1 - recs.len();
     assert_eq!(sum["cchistSummary"]["records"], removed_lines);
     assert!(!removed.is_empty());
@@ -159,10 +151,7 @@ fn uuids_snap_to_whole_turns() {
         ],
         &input,
     );
-    let sum = records(&out)
-        .into_iter()
-        .find(|r| r.get("cchistSummary").is_some())
-        .unwrap();
+    let sum = summary_record(&out).unwrap();
     assert_eq!(sum["cchistSummary"]["turns"], "3..5");
     assert!(validate(&out).is_empty());
 }
@@ -205,27 +194,9 @@ fn a_failing_command_leaves_the_file_untouched() {
         ],
         &p,
     );
-    let sum = records(&out)
-        .into_iter()
-        .find(|r| r.get("cchistSummary").is_some())
-        .unwrap();
+    let sum = summary_record(&out).unwrap();
     assert_eq!(sum["message"]["content"], "6");
     assert_eq!(sum["cchistSummary"]["source"], "command");
-}
-
-/// The uuids of each step's records (steps as `history list --steps` numbers them).
-fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
-    let s = Session::new(lines(data, 1).map(Record::from_line).collect());
-    let turns = s.turns();
-    s.steps(&turns)
-        .iter()
-        .map(|st| {
-            st.records
-                .iter()
-                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
-                .collect()
-        })
-        .collect()
 }
 
 /// `--command` answering `{"summary", "keep"}`: the kept steps stay verbatim (a uuid in the
@@ -253,13 +224,10 @@ fn command_json_reply_keeps_whole_steps_verbatim() {
             .iter()
             .map(|&k| steps[k].last().unwrap().as_str())
             .collect();
-        let reply = dir.path().join("reply.json");
-        std::fs::write(
-            &reply,
-            serde_json::json!({"summary": "S-JSON", "keep": uuids}).to_string(),
-        )
-        .unwrap();
-        let cmd = format!("cat >/dev/null; cat {}", reply.display());
+        let cmd = crate::common::reply_command(
+            dir.path(),
+            &serde_json::json!({"summary": "S-JSON", "keep": uuids}).to_string(),
+        );
         let out = ok(
             &[
                 "summarize-range",
@@ -281,12 +249,7 @@ fn command_json_reply_keeps_whole_steps_verbatim() {
             .unwrap();
         let sum = &recs[at];
         assert_eq!(sum["message"]["content"], "S-JSON");
-        let kept: Vec<&str> = sum["cchistSummary"]["keptUuids"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|u| u.as_str().unwrap())
-            .collect();
+        let kept = crate::common::strs(&sum["cchistSummary"]["keptUuids"]);
         let out_lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
         for &k in &keep {
             for u in &steps[k] {
@@ -338,9 +301,7 @@ fn command_json_reply_errors_leave_the_file_untouched() {
             "unknown key `kept`",
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("s.jsonl");
-        std::fs::write(&f, &data).unwrap();
+        let (dir, f) = crate::common::temp_file("s.jsonl", &data);
         let r = dir.path().join("reply.json");
         std::fs::write(&r, &reply).unwrap();
         let cmd = format!("cat {}", r.display());

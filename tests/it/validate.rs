@@ -62,9 +62,7 @@ fn exit_codes_follow_findings() {
         .arg(&clean)
         .assert()
         .code(0);
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.jsonl");
-    std::fs::write(&bad, mid_chain_unanswered_call()).unwrap();
+    let (_dir, bad) = crate::common::temp_file("bad.jsonl", mid_chain_unanswered_call());
     let out = Command::from_std(crate::common::cchist())
         .args(["validate", "--format", "json"])
         .arg(&bad)
@@ -84,13 +82,7 @@ fn exit_codes_follow_findings() {
 
 #[test]
 fn text_report_names_file_line_rule_and_uuid() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.jsonl");
-    std::fs::write(
-        &f,
-        "{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":\"missing\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
-    )
-    .unwrap();
+    let (_dir, f) = crate::common::temp_file("s.jsonl", "{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":\"missing\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n");
     let out = Command::from_std(crate::common::cchist())
         .arg("validate")
         .arg(&f)

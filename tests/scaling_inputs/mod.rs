@@ -4,6 +4,31 @@
 
 #![allow(dead_code)]
 
+use cchist::engine::config;
+use cchist::engine::pipeline::Pipeline;
+use cchist::error::Origin;
+use cchist::io::output::{Sink, SpanWriter};
+
+/// The pipeline `spec`: `@name` for a built-in spec, else the body of a pipeline file.
+pub fn pipeline(spec: &str) -> Pipeline {
+    let file = match spec.strip_prefix('@') {
+        Some(name) => config::load_spec(name),
+        None => config::parse(&format!("version = 1\n{spec}"), &Origin::stdin()),
+    };
+    file.expect("pipeline spec").pipeline
+}
+
+/// Runs `p` over `data` in memory; returns the output's length.
+pub fn run(p: &Pipeline, data: &[u8]) -> usize {
+    let mut out = Vec::new();
+    let mut sink = SpanWriter::new(&mut out);
+    p.run_buffer(data, &Origin::stdin(), &mut sink)
+        .expect("run");
+    sink.finish().unwrap();
+    drop(sink);
+    out.len()
+}
+
 fn user(uuid: &str, parent: Option<&str>, text: &str) -> String {
     let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
     format!(

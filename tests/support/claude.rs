@@ -10,7 +10,7 @@
 //! - [`generate`] scripts a fresh session (the CLI really runs the tools) and copies its transcript.
 
 use super::mock_api::{Block, MockApi, Request, Turn};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -460,6 +460,18 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
+    /// `cchist ARGS` in the project folder on this config folder, which must succeed.
+    pub fn cchist(&self, args: &[&str]) -> std::process::Output {
+        crate::common::ok(
+            crate::common::cchist()
+                .args(args)
+                .env("CLAUDE_CONFIG_DIR", self.config_dir())
+                .current_dir(self.proj()),
+        )
+    }
+}
+
+impl Sandbox {
     /// Runs `scenario` in this sandbox (files, then one CLI process per prompt, the mock
     /// answering with its scripted turns); returns the session id. `None` without a CLI.
     pub fn play(&self, scenario: &Scenario) -> Option<String> {
@@ -526,6 +538,18 @@ pub fn resume(transcript: &Path) -> Option<Probe> {
     sandbox.resume(&sid, &[])
 }
 
+/// [`resume`] of `a` and of `b`, run at once; panics without a CLI.
+pub fn resume_both(a: &Path, b: &Path) -> (Probe, Probe) {
+    std::thread::scope(|s| {
+        let pa = s.spawn(|| resume(a));
+        let pb = resume(b);
+        (
+            pa.join().expect("resume thread").expect("CLI"),
+            pb.expect("CLI"),
+        )
+    })
+}
+
 /// One prompt of a [`Scenario`] and the assistant turns the mock answers it with.
 #[derive(Clone, Debug)]
 pub struct Prompt {
@@ -533,6 +557,35 @@ pub struct Prompt {
     pub prompt: String,
     /// Scripted assistant turns; `$PROJ` in tool inputs becomes the project dir.
     pub turns: Vec<Turn>,
+}
+
+/// A fake AWS secret, built at run time so the repository itself holds no secret-looking literal.
+pub fn planted_secret() -> String {
+    format!("wJalrXUtnFEMI/K7MDENG/{}", "bPxRfiCYzzzzKEYtest")
+}
+
+/// A session `name` whose project holds `.env` with the [`planted_secret`] (then `more_files`)
+/// and one prompt whose Bash call prints it.
+pub fn env_secret_scenario(name: &str, more_files: Vec<(String, String)>) -> Scenario {
+    let mut files = vec![(
+        ".env".into(),
+        format!("AWS_SECRET_ACCESS_KEY={}\n", planted_secret()),
+    )];
+    files.extend(more_files);
+    Scenario {
+        name: name.into(),
+        files,
+        prompts: vec![Prompt {
+            prompt: "What is in .env?".into(),
+            turns: vec![
+                vec![Block::tool(
+                    "Bash",
+                    json!({"command": "cat .env", "description": "Show env"}),
+                )],
+                vec![Block::text("It holds an AWS secret key.")],
+            ],
+        }],
+    }
 }
 
 /// A scripted session, as in `shared/tools/cc-oracle/scenarios/*.json`.

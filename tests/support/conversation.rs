@@ -273,13 +273,7 @@ fn mask(secret: &str) -> String {
 /// Panics if any of `secrets` occurs anywhere in what is sent to the model.
 #[track_caller]
 pub fn assert_no_secret_reaches_model(messages: &[Value], secrets: &[&str]) {
-    let leaks: Vec<String> = secrets
-        .iter()
-        .filter_map(|s| {
-            let at = occurrences(messages, s);
-            (!at.is_empty()).then(|| format!("{} at {}", mask(s), at.join(", ")))
-        })
-        .collect();
+    let leaks = found_at(messages, secrets, mask);
     assert!(
         leaks.is_empty(),
         "secrets reach the model: {}",
@@ -287,22 +281,23 @@ pub fn assert_no_secret_reaches_model(messages: &[Value], secrets: &[&str]) {
     );
 }
 
+/// For each of `needles` that occurs in the conversation: `label(needle) at <paths>`.
+fn found_at(messages: &[Value], needles: &[&str], label: impl Fn(&str) -> String) -> Vec<String> {
+    needles
+        .iter()
+        .filter_map(|n| {
+            let at = occurrences(messages, n);
+            (!at.is_empty()).then(|| format!("{} at {}", label(n), at.join(", ")))
+        })
+        .collect()
+}
+
 /// Panics if any of `texts` occurs anywhere in the conversation.
 #[track_caller]
 pub fn assert_turns_absent(messages: &[Value], texts: &[&str]) {
-    let found: Vec<String> = texts
-        .iter()
-        .filter_map(|t| {
-            let at = occurrences(messages, t);
-            (!at.is_empty()).then(|| {
-                format!(
-                    "{:?} at {}",
-                    t.chars().take(40).collect::<String>(),
-                    at.join(", ")
-                )
-            })
-        })
-        .collect();
+    let found = found_at(messages, texts, |t| {
+        format!("{:?}", t.chars().take(40).collect::<String>())
+    });
     assert!(
         found.is_empty(),
         "turns still present: {}",

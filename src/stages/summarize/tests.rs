@@ -30,6 +30,45 @@ fn session_text(turns: usize) -> String {
     t
 }
 
+/// Options summarizing the steps `range`.
+fn steps(range: &str) -> SummarizeOptions {
+    SummarizeOptions {
+        steps: Some(range.into()),
+        ..Default::default()
+    }
+}
+
+/// Options summarizing the turns `range`.
+fn turns(range: &str) -> SummarizeOptions {
+    SummarizeOptions {
+        turns: Some(range.into()),
+        ..Default::default()
+    }
+}
+
+/// Options summarizing all but the last `n` turns.
+fn keep_last(n: usize) -> SummarizeOptions {
+    SummarizeOptions {
+        keep_last: Some(n),
+        ..Default::default()
+    }
+}
+
+/// Options summarizing turn 2 with the output of the shell command `c` (timeout `t` seconds).
+fn cmd(c: &str, t: Option<u64>) -> SummarizeOptions {
+    SummarizeOptions {
+        turns: Some("2".into()),
+        command: Some(c.into()),
+        timeout_secs: t,
+        ..Default::default()
+    }
+}
+
+/// The error `run` fails with.
+fn run_err(o: SummarizeOptions, text: &str) -> String {
+    run(o, text).unwrap_err().to_string()
+}
+
 fn run(o: SummarizeOptions, text: &str) -> Result<Vec<Value>> {
     let st = SummarizeRange::new(o).unwrap();
     let mut s = Session::new(lines(text.as_bytes(), 1).map(Record::from_line).collect());
@@ -84,28 +123,14 @@ fn turns_range_becomes_one_summary_turn() {
 #[test]
 fn keep_last_and_digest() {
     let text = session_text(4);
-    let out = run(
-        SummarizeOptions {
-            keep_last: Some(1),
-            ..Default::default()
-        },
-        &text,
-    )
-    .unwrap();
+    let out = run(keep_last(1), &text).unwrap();
     assert_eq!(out.len(), 1 + 4);
     assert_eq!(out[0]["parentUuid"], Value::Null);
     let d = out[0]["message"]["content"].as_str().unwrap();
     assert!(d.starts_with("Summary of turns 1–3"), "{d}");
     assert!(d.contains("- prompt 2\n") && d.contains("- echo 3"), "{d}");
     assert!(d.ends_with("Final answer:\nanswer 3"), "{d}");
-    let none = run(
-        SummarizeOptions {
-            keep_last: Some(9),
-            ..Default::default()
-        },
-        &text,
-    )
-    .unwrap();
+    let none = run(keep_last(9), &text).unwrap();
     assert_eq!(none.len(), 16);
 }
 
@@ -134,14 +159,7 @@ fn uuids_snap_to_steps() {
 
 #[test]
 fn step_ranges_cross_turns_and_keep_the_first_prompt() {
-    let out = run(
-        SummarizeOptions {
-            steps: Some("2..5".into()),
-            ..Default::default()
-        },
-        &session_text(3),
-    )
-    .unwrap();
+    let out = run(steps("2..5"), &session_text(3)).unwrap();
     let uuids: Vec<&str> = out.iter().map(|v| v["uuid"].as_str().unwrap()).collect();
     assert_eq!(uuids[..3], ["p1", "a1", "r1"]);
     assert_eq!(uuids[4..], ["f3"]);
@@ -165,15 +183,7 @@ fn step_ranges_cross_turns_and_keep_the_first_prompt() {
     assert_eq!(uuids[2..], ["f2", "p3", "a3", "r3", "f3"]);
     assert_eq!(out[1]["cchistSummary"]["steps"], "1..3");
 
-    let e = run(
-        SummarizeOptions {
-            steps: Some("4..7".into()),
-            ..Default::default()
-        },
-        &session_text(3),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = run_err(steps("4..7"), &session_text(3));
     assert!(
         e.contains("step 7 does not exist: the session has 6 steps"),
         "{e}"
@@ -287,12 +297,6 @@ fn fit_takes_the_fewest_oldest_steps_under_the_budget() {
 #[test]
 fn command_output_failure_and_timeout() {
     let text = session_text(3);
-    let cmd = |c: &str, t: Option<u64>| SummarizeOptions {
-        turns: Some("2".into()),
-        command: Some(c.into()),
-        timeout_secs: t,
-        ..Default::default()
-    };
     let out = run(cmd("wc -l | tr -d ' '", None), &text).unwrap();
     assert_eq!(out[4]["message"]["content"], "4");
     assert_eq!(out[4]["cchistSummary"]["source"], "command");
@@ -300,23 +304,15 @@ fn command_output_failure_and_timeout() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("exit status: 3") && e.contains("nope"), "{e}");
-    let e = run(cmd("cat >/dev/null", None), &text)
-        .unwrap_err()
-        .to_string();
+    let e = run_err(cmd("cat >/dev/null", None), &text);
     assert!(e.contains("empty output"), "{e}");
-    let e = run(cmd("sleep 5", Some(1)), &text).unwrap_err().to_string();
+    let e = run_err(cmd("sleep 5", Some(1)), &text);
     assert!(e.contains("timed out"), "{e}");
 }
 
 #[test]
 fn command_output_is_bounded_and_leftover_processes_do_not_hold_the_run() {
     let text = session_text(3);
-    let cmd = |c: &str, t: Option<u64>| SummarizeOptions {
-        turns: Some("2".into()),
-        command: Some(c.into()),
-        timeout_secs: t,
-        ..Default::default()
-    };
     // Output past the bound (endless output is stopped there too, not read until the
     // timeout).
     let e = run(
@@ -365,15 +361,7 @@ fn options_are_checked() {
         ..Default::default()
     })
     .is_err());
-    let e = run(
-        SummarizeOptions {
-            turns: Some("9".into()),
-            ..Default::default()
-        },
-        &session_text(2),
-    )
-    .unwrap_err()
-    .to_string();
+    let e = run_err(turns("9"), &session_text(2));
     assert!(e.contains("turn 9 does not exist"), "{e}");
 }
 
