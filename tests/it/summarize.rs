@@ -277,6 +277,10 @@ fn command_json_reply_keeps_whole_steps_verbatim() {
     }
 }
 
+/// Every bad reply exits 2 with the file untouched. A reply meant as JSON but not valid JSON
+/// (a trailing comma, a lone surrogate) is an error, not a summary holding the raw JSON with
+/// the kept steps silently lost; a `keep` entry is quoted in the error with its control
+/// characters escaped (no terminal escapes from the command reach the user's terminal).
 #[test]
 fn command_json_reply_errors_leave_the_file_untouched() {
     let input = corpus(P05);
@@ -300,50 +304,22 @@ fn command_json_reply_errors_leave_the_file_untouched() {
             serde_json::json!({"summary": "S", "kept": []}).to_string(),
             "unknown key `kept`",
         ),
+        (
+            r#"{"summary": "S", "keep": ["a",]}"#.into(),
+            "not valid JSON",
+        ),
+        (
+            r#"{"summary": "S\ud800", "keep": []}"#.into(),
+            "not valid JSON",
+        ),
+        (
+            "{\"summary\": \"S\", \"keep\": [\"\\u001b[2Jx\"]}".into(),
+            "not a record of the summarized range",
+        ),
     ] {
         let (dir, f) = crate::common::temp_file("s.jsonl", &data);
         let r = dir.path().join("reply.json");
         std::fs::write(&r, &reply).unwrap();
-        let cmd = format!("cat {}", r.display());
-        let out = run(
-            &[
-                "summarize-range",
-                "--keep-last-steps",
-                "3",
-                "--command",
-                &cmd,
-                "-i",
-                "--force",
-            ],
-            &f,
-        );
-        assert_eq!(out.status.code(), Some(2), "{reply}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(want), "{reply}: {err}");
-        assert_eq!(std::fs::read(&f).unwrap(), data);
-    }
-}
-
-/// A reply that is meant as JSON but is not valid JSON (a trailing comma, a lone surrogate)
-/// is an error, not a summary text holding the raw JSON with the kept steps silently lost;
-/// a `keep` entry is quoted in the error with its control characters escaped (no terminal
-/// escapes from the command reach the user's terminal).
-#[test]
-fn command_json_reply_that_does_not_parse_or_carries_escapes_is_a_clear_error() {
-    let data = std::fs::read(corpus(P05)).unwrap();
-    for (reply, want) in [
-        (r#"{"summary": "S", "keep": ["a",]}"#, "not valid JSON"),
-        (r#"{"summary": "S\ud800", "keep": []}"#, "not valid JSON"),
-        (
-            "{\"summary\": \"S\", \"keep\": [\"\\u001b[2Jx\"]}",
-            "not a record of the summarized range",
-        ),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("s.jsonl");
-        std::fs::write(&f, &data).unwrap();
-        let r = dir.path().join("reply.json");
-        std::fs::write(&r, reply).unwrap();
         let cmd = format!("cat {}", r.display());
         let out = run(
             &[

@@ -14,6 +14,27 @@ fn run(text: &str, edit: impl FnOnce(&mut Session<'_>)) -> String {
     String::from_utf8(out).unwrap()
 }
 
+/// The output validates clean and a second relink changes nothing.
+fn assert_valid_and_idempotent(out: &str) {
+    assert_valid(out);
+    assert_eq!(run(out, |_| {}), out, "idempotent");
+}
+
+/// The output validates clean.
+fn assert_valid(out: &str) {
+    assert!(
+        crate::findings::validate::validate(out.as_bytes()).is_empty(),
+        "{out}"
+    );
+}
+
+/// A piece of assistant message `m` with one text block.
+fn piece(uuid: &str, parent: &str, text: &str) -> String {
+    format!(
+        r#"{{"type":"assistant","uuid":"{uuid}","parentUuid":"{parent}","message":{{"id":"m","role":"assistant","content":[{{"type":"text","text":"{text}"}}]}}}}"#
+    ) + "\n"
+}
+
 const CHAIN: &str = concat!(
     r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
     "\n",
@@ -38,10 +59,7 @@ fn child_of_removed_record_gets_grandparent() {
         s.records.remove(3);
     });
     assert!(out.contains(r#""leafUuid":"3""#), "{out}");
-    assert!(
-        crate::findings::validate::validate(out.as_bytes()).is_empty(),
-        "{out}"
-    );
+    assert_valid(&out);
 }
 
 #[test]
@@ -51,10 +69,7 @@ fn removed_tool_use_takes_its_result_along() {
     });
     assert!(!out.contains("tool_result"), "{out}");
     assert!(out.contains(r#""uuid":"4","parentUuid":"1""#), "{out}");
-    assert!(
-        crate::findings::validate::validate(out.as_bytes()).is_empty(),
-        "{out}"
-    );
+    assert_valid(&out);
 }
 
 #[test]
@@ -72,10 +87,7 @@ fn removed_result_gets_synthetic_error_result() {
     assert_eq!(syn["message"]["content"][0]["tool_use_id"], "t");
     assert_eq!(syn["sourceToolAssistantUUID"], "2");
     assert_eq!(recs[3]["parentUuid"], syn["uuid"]);
-    assert!(
-        crate::findings::validate::validate(out.as_bytes()).is_empty(),
-        "{out}"
-    );
+    assert_valid(&out);
 }
 
 #[test]
@@ -93,45 +105,31 @@ fn dangling_parent_and_cycle_are_repaired() {
     let out = run(text, |_| {});
     assert!(out.contains(r#""uuid":"2","parentUuid":"1""#), "{out}");
     assert!(out.contains(r#""uuid":"a","parentUuid":"2""#), "{out}");
-    assert!(
-        crate::findings::validate::validate(out.as_bytes()).is_empty(),
-        "{out}"
-    );
-    assert_eq!(run(&out, |_| {}), out, "idempotent");
+    assert_valid_and_idempotent(&out);
 }
 
 #[test]
 fn split_message_pieces_are_joined_and_swapped_when_reversed() {
     // Piece b2 of message m hangs from the prompt beside b1: it is hung from b1.
-    let beside = concat!(
+    let prompt = concat!(
         r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-        "\n",
-        r#"{"type":"assistant","uuid":"b1","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}]}}"#,
-        "\n",
-        r#"{"type":"assistant","uuid":"b2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
-        "\n",
+        "\n"
     );
-    let out = run(beside, |_| {});
+    let beside = format!("{prompt}{}{}", piece("b1", "1", "x"), piece("b2", "1", "y"));
+    let out = run(&beside, |_| {});
     assert!(out.contains(r#""uuid":"b2","parentUuid":"b1""#), "{out}");
     assert!(out.contains(r#""uuid":"b1","parentUuid":"1""#), "{out}");
     // The earlier piece in the file hangs below the later one: they swap places on the
     // chain (c1 takes c2's old parent, c2 hangs from c1), without a loop.
-    let reversed = concat!(
-        r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-        "\n",
-        r#"{"type":"assistant","uuid":"c1","parentUuid":"c2","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}]}}"#,
-        "\n",
-        r#"{"type":"assistant","uuid":"c2","parentUuid":"1","message":{"id":"m","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
-        "\n",
+    let reversed = format!(
+        "{prompt}{}{}",
+        piece("c1", "c2", "x"),
+        piece("c2", "1", "y")
     );
-    let out = run(reversed, |_| {});
+    let out = run(&reversed, |_| {});
     assert!(out.contains(r#""uuid":"c1","parentUuid":"1""#), "{out}");
     assert!(out.contains(r#""uuid":"c2","parentUuid":"c1""#), "{out}");
-    assert!(
-        crate::findings::validate::validate(out.as_bytes()).is_empty(),
-        "{out}"
-    );
-    assert_eq!(run(&out, |_| {}), out, "idempotent");
+    assert_valid_and_idempotent(&out);
 }
 
 #[test]
