@@ -424,7 +424,9 @@ impl Special {
             let Some(start) = p.checked_sub(o) else {
                 continue;
             };
-            if folded[start..].starts_with(&self.anchors[a as usize]) {
+            let an = &self.anchors[a as usize];
+            // The first byte rules out most entries without a call to memcmp.
+            if folded[start] == an[0] && folded[start..].starts_with(an) {
                 report(start, a as usize);
             }
         }
