@@ -453,13 +453,11 @@ mod tests {
 
     #[test]
     fn show_and_list_number_steps() {
-        let text = [
-            r#"{"type":"user","uuid":"p","parentUuid":null,"message":{"role":"user","content":"go"}}"#,
-            r#"{"type":"assistant","uuid":"a","parentUuid":"p","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]}}"#,
-            r#"{"type":"user","uuid":"r","parentUuid":"a","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}}"#,
-            r#"{"type":"assistant","uuid":"b","parentUuid":"r","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#,
-        ]
-        .join("\n");
+        use crate::testkit::{prompt, tool_call, tool_result};
+        let text = prompt("p", None, "go")
+            + &tool_call("a", "p", "m1", "t", "Read")
+            + &tool_result("r", "a", "t", "x")
+            + r#"{"type":"assistant","uuid":"b","parentUuid":"r","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}"#;
         let mut s = Session::new(
             crate::io::framing::lines(text.as_bytes(), 1)
                 .map(crate::transcript::record::Record::from_line)

@@ -120,21 +120,30 @@ pub(super) fn confirm(c: Confirm, t: &[u8], end: usize, raw: bool, field: bool) 
     }
 }
 
-/// `[A-Za-z0-9_-]{10,2000}\.eyJ`
-fn jwt_header(a: &mut After<'_>) -> bool {
+/// Skip flag-name bytes (`[A-Za-z0-9_-]`), at most `max`: their count and the character after
+/// them, or the verdict when the text cannot be judged (`true`) or the run is too long.
+fn name_run(a: &mut After<'_>, max: usize) -> Result<(usize, Ch), bool> {
     let mut k = 0;
     loop {
         match a.next() {
-            Ch::Unknown => return true,
+            Ch::Unknown => return Err(true),
             Ch::C(c) if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
                 k += 1;
-                if k > 2000 {
-                    return false;
+                if k > max {
+                    return Err(false);
                 }
             }
-            Ch::C(b'.') if k >= 10 => break,
-            _ => return false,
+            c => return Ok((k, c)),
         }
+    }
+}
+
+/// `[A-Za-z0-9_-]{10,2000}\.eyJ`
+fn jwt_header(a: &mut After<'_>) -> bool {
+    match name_run(a, 2000) {
+        Err(verdict) => return verdict,
+        Ok((k, Ch::C(b'.'))) if k >= 10 => {}
+        Ok(_) => return false,
     }
     for want in *b"eyJ" {
         match a.next() {
@@ -148,19 +157,9 @@ fn jwt_header(a: &mut After<'_>) -> bool {
 
 /// Up to `n` more flag-name bytes (`[A-Za-z0-9_-]`), then `=` or a blank.
 fn flag(a: &mut After<'_>, n: usize) -> bool {
-    let mut k = 0;
-    loop {
-        match a.next() {
-            Ch::Unknown => return true,
-            Ch::C(c) if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' => {
-                k += 1;
-                if k > n {
-                    return false;
-                }
-            }
-            Ch::C(b'=' | b' ' | b'\t') => return true,
-            _ => return false,
-        }
+    match name_run(a, n) {
+        Err(verdict) => verdict,
+        Ok((_, c)) => matches!(c, Ch::C(b'=' | b' ' | b'\t')),
     }
 }
 

@@ -134,15 +134,12 @@ fn split_message_pieces_are_joined_and_swapped_when_reversed() {
 
 #[test]
 fn orphan_result_is_removed() {
-    let text = concat!(
-        r#"{"type":"user","uuid":"1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-        "\n",
-        r#"{"type":"user","uuid":"2","parentUuid":"1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"zz","content":"ok"}]}}"#,
-        "\n",
-        r#"{"type":"assistant","uuid":"3","parentUuid":"2","message":{"id":"n","role":"assistant","content":[{"type":"text","text":"y"}]}}"#,
-        "\n",
-    );
-    let out = run(text, |_| {});
+    use crate::testkit::{prompt, tool_result};
+    let text = prompt("1", None, "hi")
+        + &tool_result("2", "1", "zz", "ok")
+        + r#"{"type":"assistant","uuid":"3","parentUuid":"2","message":{"id":"n","role":"assistant","content":[{"type":"text","text":"y"}]}}"#
+        + "\n";
+    let out = run(&text, |_| {});
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(out.contains(r#""uuid":"3","parentUuid":"1""#), "{out}");
 }
