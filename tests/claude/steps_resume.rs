@@ -320,7 +320,7 @@ fn resume_corpus_keep_last_10_steps_and_fit_20000() {
     check_resume(&orig, &out, &name, last, Some(20_000));
 }
 
-/// Writes the fixture: the real CLI against a scripted mock (`cargo test --test steps_resume
+/// Writes the fixture: the real CLI against a scripted mock (`cargo test --test claude steps_resume
 /// -- --ignored generate`).
 #[test]
 #[ignore]
