@@ -238,7 +238,11 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     if a.steps {
         return list_steps(&mut session, &a);
     }
-    print_rows(turns::rows(&mut session), &a, |r| {
+    let mut rows = turns::rows(&mut session);
+    for r in &mut rows {
+        r.prompt = turns::shorten(&super::print::shown_text(&r.prompt), 80);
+    }
+    print_rows(rows, &a, |r| {
         format!(
             "{:>4}  {}  {}  {:>3} tools {:>10}  {}",
             r.number,
@@ -252,7 +256,11 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
 }
 
 fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitStatus> {
-    print_rows(turns::step_rows(session), a, |r| {
+    let mut rows = turns::step_rows(session);
+    for r in &mut rows {
+        r.text = turns::shorten(&super::print::shown_text(&r.text), 80);
+    }
+    print_rows(rows, a, |r| {
         let tools = if r.tools.is_empty() {
             String::new()
         } else {
@@ -284,11 +292,10 @@ fn print_rows<T: serde::Serialize>(
     }
     let mut out = std::io::stdout().lock();
     if a.format.json() {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
+        out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
     } else {
         for r in &rows {
-            writeln!(out, "{}", line(r))?;
+            writeln!(out, "{}", super::print::shown_text(&line(r)))?;
         }
     }
     Ok(ExitStatus::Ok)
@@ -324,10 +331,10 @@ fn show(a: ShowArgs) -> anyhow::Result<ExitStatus> {
                 values.push(v.clone());
             }
         }
-        serde_json::to_writer_pretty(&mut out, &values)?;
-        writeln!(out)?;
+        out.write_all(super::print::shown_json(&values)?.as_bytes())?;
     } else {
-        out.write_all(turns::render_turn(&mut session, &turn).as_bytes())?;
+        let text = turns::render_turn(&mut session, &turn);
+        out.write_all(super::print::shown_text(&text).as_bytes())?;
     }
     Ok(ExitStatus::Ok)
 }

@@ -122,8 +122,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
     };
     let mut out = std::io::stdout().lock();
     if args.format.json() {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        writeln!(out)?;
+        out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
         return Ok(ExitStatus::Ok);
     }
     if rows.is_empty() {
@@ -209,7 +208,7 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
                 .map(|v| turns::readable_prompt(&turns::message_text(v)))
         })
         .find(|p| !p.is_empty())
-        .map(|t| turns::shorten(&t, 200))
+        .map(|t| turns::shorten(&super::print::shown_text(&t), 200))
         .unwrap_or_default();
     let modified = f.meta.modified().ok().map(cchist::io::clock::rfc3339);
     Ok(Row {

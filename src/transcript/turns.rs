@@ -15,8 +15,8 @@ pub struct TurnRow {
     pub uuid: String,
     /// Timestamp of the prompt.
     pub time: Option<String>,
-    /// The prompt's text as a person reads it ([`readable_prompt`]), shortened to 80
-    /// characters.
+    /// The prompt's text as a person reads it ([`readable_prompt`]), whole: a display
+    /// redacts it before it shortens it (a secret cut in half is no longer recognized).
     pub prompt: String,
     /// tool_use blocks in the turn.
     pub tool_calls: usize,
@@ -49,7 +49,7 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
     let prompt = s.records[t.prompt]
         .value()
         .ok()
-        .map(|v| shorten(&readable_prompt(&message_text(v)), 80))
+        .map(|v| readable_prompt(&message_text(v)))
         .unwrap_or_default();
     TurnRow {
         number: t.number,
@@ -76,7 +76,7 @@ pub struct StepRow {
     pub time: Option<String>,
     /// Names of the tools it calls, in order.
     pub tools: Vec<String>,
-    /// The message's text, shortened to 80 characters.
+    /// The message's text, whole (shortened by a display after redaction, as `prompt`).
     pub text: String,
     /// Records in the step.
     pub records: usize,
@@ -126,7 +126,7 @@ fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
         uuid: h.uuid.unwrap_or_default(),
         time: h.timestamp,
         tools,
-        text: shorten(&text, 80),
+        text,
         records: st.records.len(),
         bytes,
     }

@@ -886,3 +886,49 @@ fn the_readme_first_command_prints_a_readable_summary_and_how_to_get_the_output(
     );
     assert!(o.stdout.is_empty());
 }
+
+// ---- What cchist shows of a session is redacted ----
+
+/// `ls` and `history` print prompts and turns: a secret typed into a prompt is shown by its
+/// marker, never whole and never cut in half (redaction runs before shortening).
+#[test]
+fn listings_never_show_a_secret_from_a_prompt() {
+    let root = sandbox(&["p05_long"]);
+    let r = root.path();
+    let f = session_path(r, "p05_long");
+    let token = format!("ghp_{}", "Zq8vLz2WmN5kTb3YxR7pQ4sD9fG1hJ6kL0aB");
+    let text = std::fs::read_to_string(&f).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let first_prompt = lines
+        .iter()
+        .position(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_default();
+            v["type"] == "user" && v["message"]["content"].is_string()
+        })
+        .expect("a typed prompt");
+    let mut v: Value = serde_json::from_str(&lines[first_prompt]).unwrap();
+    v["message"]["content"] = Value::from(format!("use {token} for the push please"));
+    lines[first_prompt] = v.to_string();
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+    set_old(&f);
+    for args in [
+        vec!["ls"],
+        vec!["ls", "--json"],
+        vec!["history", "list", "-s", "p05"],
+        vec!["history", "list", "--json", "-s", "p05"],
+        vec!["history", "list", "--steps", "-s", "p05"],
+        vec!["history", "show", "-s", "p05", "--turn", "1"],
+        vec!["history", "show", "-s", "p05", "--turn", "1", "--json"],
+    ] {
+        let o = run(cc(r).args(&args));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(
+            !out.contains(&token[..20]),
+            "{args:?} shows the secret:\n{out}"
+        );
+        if args[0] == "history" && args[1] == "list" && !args.contains(&"--steps") {
+            assert!(out.contains("REDACTED"), "{args:?}: {out}");
+        }
+    }
+}
