@@ -8,29 +8,19 @@ use cchist::engine::runner::{Mode, Outcome};
 use cchist::error::ExitStatus;
 use serde_json::json;
 
-/// The default redactor, built once: what cchist shows of a session (prompts in `ls` and
-/// `history`, turns in `history show`) goes through it, so nothing printed holds a secret.
-fn display_redactor() -> &'static cchist::stages::redact::Redactor {
-    static R: std::sync::OnceLock<cchist::stages::redact::Redactor> = std::sync::OnceLock::new();
-    R.get_or_init(|| {
-        cchist::stages::redact::Redactor::new(&Default::default())
-            .expect("the built-in rules compile")
-    })
-}
-
 /// `text` as it may be shown: secrets replaced by their markers.
 pub fn shown_text(text: &str) -> String {
-    match display_redactor().redact_text(text.as_bytes()).0 {
-        Some(t) => String::from_utf8_lossy(&t).into_owned(),
-        None => text.to_string(),
-    }
+    cchist::stages::redact::shown_text(text).into_owned()
 }
 
 /// `value` as pretty JSON that may be shown: redacted as a transcript line is (JSON-aware,
 /// so the document stays valid).
 pub fn shown_json<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
     let line = serde_json::to_vec(value)?;
-    let v: serde_json::Value = match display_redactor().redact_line(&line).line {
+    let v: serde_json::Value = match cchist::stages::redact::default_redactor()
+        .redact_line(&line)
+        .line
+    {
         Some(l) => serde_json::from_slice(&l)?,
         None => serde_json::from_slice(&line)?,
     };

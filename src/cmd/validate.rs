@@ -57,26 +57,20 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
         }
         match format {
             Format::Text => {
-                for f in &findings {
-                    let uuid = f
-                        .uuid
-                        .as_deref()
-                        .map(|u| format!(" [{u}]"))
-                        .unwrap_or_default();
-                    use cchist::findings::report::ansi;
-                    let c = super::color::stdout();
-                    writeln!(
-                        out,
-                        "{}:{}: {}: {}{}",
-                        ansi::paint(c, ansi::PATH, &origin.to_string()),
-                        ansi::paint(c, ansi::LINE, &f.line.to_string()),
-                        ansi::paint(c, ansi::rule(&f.rule), &f.rule),
-                        f.message,
-                        ansi::paint(c && !uuid.is_empty(), ansi::DIM, &uuid)
-                    )?;
-                }
+                let c = super::color::stdout();
+                let one = [cchist::findings::report::FileFindings {
+                    file: origin.to_string(),
+                    findings,
+                }];
+                out.write_all(cchist::findings::report::text_colored(&one, c).as_bytes())?;
             }
-            Format::Json => files.push(json!({"file": origin.to_string(), "findings": findings})),
+            Format::Json => {
+                let shown: Vec<_> = findings
+                    .iter()
+                    .map(cchist::findings::report::shown)
+                    .collect();
+                files.push(json!({"file": origin.to_string(), "findings": shown}))
+            }
         }
     }
     if format == Format::Json {

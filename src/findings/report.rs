@@ -1,13 +1,38 @@
 //! Findings reports: human text, JSON, and SARIF 2.1.0 (for GitHub code scanning).
 //!
 //! No report ever holds a secret: a [`Finding`] carries the rule, file, line, JSON path and a
-//! keyed fingerprint only.
+//! keyed fingerprint only, and the parts of those that come from the input (a uuid, a tool id
+//! in a message, a JSON key in a path) go through the default redaction before any format
+//! prints them ([`shown`]): a secret used as an id is still a secret.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
 use crate::findings::Finding;
+
+/// `x` as a report may show it: its uuid, JSON path and message (which names tool ids, record
+/// types, tool names) with every secret the default rules find replaced by its marker.
+pub fn shown(x: &Finding) -> Finding {
+    use crate::stages::redact::shown_text;
+    Finding {
+        uuid: x.uuid.as_deref().map(|u| shown_text(u).into_owned()),
+        path: x.path.as_deref().map(|p| shown_text(p).into_owned()),
+        message: shown_text(&x.message).into_owned(),
+        ..x.clone()
+    }
+}
+
+/// `files` with each finding [`shown`].
+pub fn shown_files(files: &[FileFindings]) -> Vec<FileFindings> {
+    files
+        .iter()
+        .map(|f| FileFindings {
+            file: f.file.clone(),
+            findings: f.findings.iter().map(shown).collect(),
+        })
+        .collect()
+}
 
 /// Findings of one file.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -71,7 +96,7 @@ pub mod ansi {
 pub fn text_colored(files: &[FileFindings], color: bool) -> String {
     use ansi::paint;
     let mut out = String::new();
-    for f in files {
+    for f in &shown_files(files) {
         for x in &f.findings {
             out += &format!(
                 "{}:{}: {}: {}",
@@ -119,6 +144,7 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// The JSON report: `{"files": [{"file", "findings": [...]}], "summary": {...}}`.
 pub fn json(files: &[FileFindings]) -> Value {
+    let files = &shown_files(files);
     let total: usize = files.iter().map(|f| f.findings.len()).sum();
     let mut by_rule: BTreeMap<&str, usize> = BTreeMap::new();
     for x in files.iter().flat_map(|f| &f.findings) {
@@ -132,6 +158,7 @@ pub fn json(files: &[FileFindings]) -> Value {
 
 /// A SARIF 2.1.0 log. `describe(rule)` gives a rule's one-line description.
 pub fn sarif(files: &[FileFindings], describe: &dyn Fn(&str) -> String) -> Value {
+    let files = &shown_files(files);
     let mut rules: Vec<&str> = files
         .iter()
         .flat_map(|f| f.findings.iter().map(|x| x.rule.as_str()))

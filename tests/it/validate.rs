@@ -95,3 +95,42 @@ fn text_report_names_file_line_rule_and_uuid() {
         "{s}"
     );
 }
+
+/// Ids from the input are shown in findings (the record uuid, tool ids, record types, tool
+/// names): an attacker, or an accident, can put a secret there. No report format may print it.
+#[test]
+fn secrets_in_ids_never_reach_a_findings_report() {
+    let pat = "ghp_R8vLz2WmN5kTb3YqX7cJ4hFd9sPa6gUe1oKi";
+    let lines = [
+        format!(r#"{{"type":"user","uuid":"{pat}","parentUuid":"u0-{pat}","message":{{"role":"user","content":"hi"}}}}"#),
+        format!(r#"{{"type":"assistant","uuid":"a1","parentUuid":"{pat}","message":{{"id":"m1","role":"assistant","content":[{{"type":"tool_use","id":"toolu_{pat}","name":"Bash","input":{{}}}}]}}}}"#),
+        format!(r#"{{"type":"user","uuid":"u2","parentUuid":"a1","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_x{pat}","content":"ok"}}]}}}}"#),
+        format!(r#"{{"type":"user","uuid":"u3","parentUuid":"u2","{pat}":1,"message":{{"role":"user","content":"go on"}}}}"#),
+        String::new(),
+    ]
+    .join("\n");
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    std::fs::write(&p, lines).unwrap();
+    for args in [
+        vec!["validate"],
+        vec!["validate", "--format", "json"],
+        vec!["check"],
+        vec!["check", "--format", "json"],
+        vec!["check", "--format", "sarif"],
+    ] {
+        let o = Command::cargo_bin("cchist")
+            .unwrap()
+            .args(&args)
+            .arg(&p)
+            .output()
+            .unwrap();
+        let all =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.code() == Some(1), "{args:?}: {all}");
+        assert!(
+            !all.contains(&pat[4..]),
+            "{args:?} printed the secret:\n{all}"
+        );
+    }
+}

@@ -59,6 +59,22 @@ use crate::transcript::record::Record;
 use json::Seg;
 pub use redactor::{LineFinding, LineResult, Redactor};
 
+/// The redactor of the default options, compiled once per process: what cchist shows of a
+/// session outside a pipeline (prompts in `ls` and `history`, ids in findings reports) goes
+/// through it, so nothing printed holds a secret (invariant 3).
+pub fn default_redactor() -> &'static Redactor {
+    static R: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
+    R.get_or_init(|| Redactor::new(&Default::default()).expect("the built-in rules compile"))
+}
+
+/// `text` with every secret the default rules find replaced by its marker.
+pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
+    match default_redactor().redact_text(text.as_bytes()).0 {
+        Some(t) => std::borrow::Cow::Owned(String::from_utf8_lossy(&t).into_owned()),
+        None => std::borrow::Cow::Borrowed(text),
+    }
+}
+
 /// Environment variable holding the key for pseudonyms and fingerprints.
 pub const KEY_ENV: &str = "CCHIST_REDACT_KEY";
 
