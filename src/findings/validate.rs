@@ -26,8 +26,8 @@ use crate::transcript::session::Session;
 /// Validate one transcript held in memory.
 pub fn validate(data: &[u8]) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut records = Vec::new();
     let n_lines = framing::lines(data, 1).count();
+    let mut records = Vec::with_capacity(n_lines);
     for l in framing::lines(data, 1) {
         let rec = Record::from_line(l);
         if let Err(reason) = check_json(l.body) {

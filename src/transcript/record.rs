@@ -136,6 +136,17 @@ impl<'a> Record<'a> {
         self.cached_header().cloned()
     }
 
+    /// True when the record's header is parsed and is `h` itself (not merely equal): no edit
+    /// happened since `h` was taken with [`Record::header_arc`], or the record was blank then
+    /// and is blank again.
+    pub fn holds_header(&self, h: Option<&Arc<Header>>) -> bool {
+        match (self.header.get(), h) {
+            (Some(mine), Some(h)) => Arc::ptr_eq(mine, h),
+            (Some(mine), None) => Arc::ptr_eq(mine, not_object()),
+            (None, _) => false,
+        }
+    }
+
     fn cached_header(&self) -> Option<&Arc<Header>> {
         let h = self.header.get_or_init(|| {
             let h = match self.value_ref() {

@@ -107,10 +107,12 @@ pub struct Session<'a> {
     /// [`Session::remove`] / [`Session::tombstone`]. `relink` follows these to re-point the
     /// references to a removed record at its nearest surviving ancestor.
     pub removed: FastMap<String, Option<String>>,
-    /// `(id, edits, header)` of every record as of the last [`Session::reindex`]: when no
-    /// record was added, removed or moved since, and no edit changed a uuid or tool id, the
-    /// indexes are still right; the headers of records dropped since are the tombstones.
-    indexed: Vec<(u64, u32, Option<Arc<Header>>)>,
+    /// `(id, header)` of every record as of the last [`Session::reindex`]: when no record was
+    /// added, removed or moved since, and no edit changed a uuid or tool id, the indexes are
+    /// still right; the headers of records dropped since are the tombstones. An edit drops
+    /// the record's cached header, so a record still holding the very header indexed was not
+    /// edited since (or was a blank record and still is, which changes nothing indexed).
+    indexed: Vec<(u64, Option<Arc<Header>>)>,
     /// Set by `relink` (to its `tool_pairs` option) when it leaves every reference resolving;
     /// cleared by any change. A second relink of an unchanged session has nothing to do.
     pub(crate) linked: Option<bool>,
@@ -142,22 +144,21 @@ impl<'a> Session<'a> {
                 .records
                 .iter()
                 .zip(&self.indexed)
-                .all(|(r, (id, _, _))| r.id() == *id);
+                .all(|(r, (id, _))| r.id() == *id);
         if !same_places {
             return self.force_reindex();
         }
         for (r, entry) in self.records.iter().zip(self.indexed.iter_mut()) {
-            if r.edits() == entry.1 {
+            if r.holds_header(entry.1.as_ref()) {
                 continue;
             }
             // Any edit may have moved the record in the chain.
             self.linked = None;
             let new = r.header_arc();
-            if indexed_key(new.as_deref()) != indexed_key(entry.2.as_deref()) {
+            if indexed_key(new.as_deref()) != indexed_key(entry.1.as_deref()) {
                 return self.force_reindex();
             }
-            entry.1 = r.edits();
-            entry.2 = new;
+            entry.1 = new;
         }
     }
 
@@ -185,7 +186,7 @@ impl<'a> Session<'a> {
         }
         // Tombstone every uuid indexed last time and gone now (the first record that carried
         // it names the parent), then remember the current headers.
-        for (_, _, h) in std::mem::take(&mut self.indexed) {
+        for (_, h) in std::mem::take(&mut self.indexed) {
             let Some(u) = h.as_ref().and_then(|h| h.uuid()) else {
                 continue;
             };
@@ -197,7 +198,7 @@ impl<'a> Session<'a> {
         self.indexed = self
             .records
             .iter()
-            .map(|r| (r.id(), r.edits(), r.header_arc()))
+            .map(|r| (r.id(), r.header_arc()))
             .collect();
     }
 
