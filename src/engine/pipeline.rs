@@ -401,7 +401,7 @@ impl Pipeline {
         // Records get increasing ids in input order (and a record a stage adds a greater one),
         // so an opaque line is anchored by the id of the record before it, and the original
         // order of the records needs no list of its own.
-        let mut records = Vec::with_capacity(memchr::memchr_iter(b'\n', data).count() + 1);
+        let mut records = Vec::with_capacity(line_count_estimate(data));
         let mut opaque: Vec<(Option<u64>, Record<'_>)> = Vec::new();
         let mut partial_tail: Option<Record<'_>> = None;
         for l in framing::lines(data, 1) {
@@ -524,6 +524,23 @@ impl Pipeline {
         }
         Ok(())
     }
+}
+
+/// How many lines `data` holds, for reserving the records: counted exactly when lines are
+/// short (there the records are most of the memory, and growing the vector by doubling would
+/// hold up to twice what is needed), estimated from the first 64 KiB otherwise (a record is
+/// then small next to its line, and counting would cost a pass over the input).
+fn line_count_estimate(data: &[u8]) -> usize {
+    const SAMPLE: usize = 64 << 10;
+    if data.len() <= SAMPLE {
+        return memchr::memchr_iter(b'\n', data).count() + 1;
+    }
+    let in_sample = memchr::memchr_iter(b'\n', &data[..SAMPLE]).count();
+    if in_sample * 512 > SAMPLE {
+        // Lines average under 512 bytes.
+        return memchr::memchr_iter(b'\n', data).count() + 1;
+    }
+    (data.len() / SAMPLE + 1) * (in_sample + 1)
 }
 
 /// `(id, edits)` of every record before a stage ran, sorted by id: what the stage's
