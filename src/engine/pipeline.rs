@@ -626,3 +626,35 @@ impl<'s, 'b> Out<'s, 'b> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_before_finds_records_in_any_order() {
+        let text = b"{}\n{}\n{}\n";
+        let mut recs: Vec<Record<'_>> = framing::lines(text, 1).map(Record::from_line).collect();
+        recs[1].set_raw(b"{ }".to_vec());
+        let ids: Vec<u64> = recs.iter().map(Record::id).collect();
+        recs.swap(0, 2);
+        let before = EditsBefore::new(&recs);
+        assert_eq!(before.len(), 3);
+        let mut cursor = 0;
+        // In id order (the merge walk), out of order (a search), and an id never seen.
+        assert_eq!(before.get(ids[0], &mut cursor), Some(0));
+        assert_eq!(before.get(ids[1], &mut cursor), Some(1));
+        assert_eq!(before.get(ids[0], &mut cursor), Some(0));
+        assert_eq!(before.get(ids[2], &mut cursor), Some(0));
+        assert_eq!(before.get(ids[2] + 1_000_000, &mut cursor), None);
+    }
+
+    #[test]
+    fn short_lines_are_counted_exactly() {
+        let tiny = b"{}\n".repeat(100_000);
+        assert_eq!(line_count_estimate(&tiny), 100_001);
+        let long = [vec![b'x'; 4000], b"\n".to_vec()].concat().repeat(100);
+        let n = line_count_estimate(&long);
+        assert!((100..=200).contains(&n), "{n}");
+    }
+}

@@ -535,6 +535,43 @@ mod tests {
         assert_eq!(s.tool_results["t1"], vec![2]);
     }
 
+    /// The index keeps each record's header itself, not its edit count: an edit drops the
+    /// record's cached header, and reindex must still see every edit.
+    #[test]
+    fn reindex_sees_edits_through_the_header_it_holds() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"a","parentUuid":null}"#,
+            "\n",
+            r#"{"type":"user","uuid":"b","parentUuid":"a"}"#,
+            "\n",
+            "{}\n",
+        );
+        let mut s = session(text);
+        s.linked = Some(true);
+        // An edit that keeps the indexed keys: indexes stay, but the chain may have moved.
+        s.records[0].set_raw(br#"{"type":"user","uuid":"a","parentUuid":null,"x":1}"#.to_vec());
+        s.reindex();
+        assert_eq!(s.linked, None);
+        assert_eq!(s.by_uuid["a"], 0);
+        // An edit that changes a uuid: the old one becomes a tombstone.
+        s.records[1].set_raw(br#"{"type":"user","uuid":"c","parentUuid":"a"}"#.to_vec());
+        s.reindex();
+        assert_eq!(s.by_uuid.get("b"), None);
+        assert_eq!(s.by_uuid["c"], 1);
+        assert_eq!(s.removed["b"].as_deref(), Some("a"));
+        // Every edit is seen, a blank record's too (all blank records share one header).
+        s.linked = Some(true);
+        s.records[2].set_raw(b"{ }".to_vec());
+        s.reindex();
+        assert_eq!(s.linked, None);
+        assert_eq!(s.by_uuid.len(), 2);
+        // A record becoming a chain record is indexed.
+        s.records[2].set_raw(br#"{"uuid":"d"}"#.to_vec());
+        s.reindex();
+        assert_eq!(s.by_uuid["d"], 2);
+        assert_eq!(s.linked, None);
+    }
+
     #[test]
     fn logical_path_crosses_compaction() {
         let s = session(concat!(
