@@ -50,7 +50,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let mut n = 0usize;
             for l in cchist::io::framing::lines(&data, 1) {
-                n += Header::parse(l.body).map_or(0, |h| h.blocks.len());
+                n += Header::parse(l.body).map_or(0, |h| h.blocks().len());
             }
             n
         })

@@ -147,7 +147,7 @@ fn turn_has_text(s: &mut Session<'_>, records: &[usize], want: &str) -> bool {
         if h.kind != Kind::Assistant || h.is_sidechain {
             continue;
         }
-        let mid = h.message_id.clone().unwrap_or_default();
+        let mid = h.message_id().map(str::to_string).unwrap_or_default();
         let Ok(v) = s.records[i].value() else {
             continue;
         };

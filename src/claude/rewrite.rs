@@ -320,9 +320,9 @@ fn session_ids(bytes: &[u8], stem: &str) -> Vec<String> {
     let mut ids = vec![stem.to_string()];
     for l in crate::io::framing::lines(bytes, 1) {
         if let Some(h) = crate::transcript::record::Header::parse(l.body) {
-            if let Some(sid) = h.session_id {
-                if !ids.contains(&sid) {
-                    ids.push(sid);
+            if let Some(sid) = h.session_id() {
+                if !ids.iter().any(|i| i == sid) {
+                    ids.push(sid.to_string());
                 }
             }
         }

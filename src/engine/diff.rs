@@ -403,7 +403,9 @@ fn header_of(body: &[u8]) -> (Option<String>, Option<String>) {
         // A uuid or type is data too (a token pasted into the wrong field): one that does not
         // look like a uuid or a name is not printed.
         Some(h) => (
-            h.uuid.clone().filter(|u| is_uuid(u) || key_label(u) != "*"),
+            h.uuid()
+                .map(str::to_string)
+                .filter(|u| is_uuid(u) || key_label(u) != "*"),
             Some(h.kind.to_string()).filter(|t| !t.is_empty() && key_label(t) != "*"),
         ),
         None => (None, None),

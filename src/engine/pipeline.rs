@@ -397,9 +397,12 @@ impl Pipeline {
         // (or cut off by a crash): it never reaches a stage and stays the last line, byte for
         // byte, so records a stage adds go before it instead of being glued onto it, and a
         // second run finds the same file.
-        let mut records = Vec::new();
+        //
+        // Records get increasing ids in input order (and a record a stage adds a greater one),
+        // so an opaque line is anchored by the id of the record before it, and the original
+        // order of the records needs no list of its own.
+        let mut records = Vec::with_capacity(line_count_estimate(data));
         let mut opaque: Vec<(Option<u64>, Record<'_>)> = Vec::new();
-        let mut order: Vec<u64> = Vec::new();
         let mut partial_tail: Option<Record<'_>> = None;
         for l in framing::lines(data, 1) {
             let rec = Record::from_line(l);
@@ -415,21 +418,18 @@ impl Pipeline {
                 continue;
             }
             if rec.is_object() {
-                order.push(rec.id());
                 records.push(rec);
             } else {
                 let mut rec = rec;
                 self.apply_opaque_stages(&mut rec, cx, report)?;
-                opaque.push((order.last().copied(), rec));
+                opaque.push((records.last().map(Record::id), rec));
             }
         }
+        // The greatest id of a record read from the input.
+        let last_input_id = records.last().map_or(0, Record::id);
         let mut session = Session::new(records);
         for (i, stage) in self.stages.iter().enumerate() {
-            let before: FastMap<u64, u32> = session
-                .records
-                .iter()
-                .map(|r| (r.id(), r.edits()))
-                .collect();
+            let before = EditsBefore::new(&session.records);
             // With a trace, the lines of the records before the stage (to name the dropped).
             let lines: Option<Vec<(u64, usize)>> = cx
                 .trace
@@ -439,16 +439,17 @@ impl Pipeline {
             let stats = &mut report.stages[i].1;
             let mut kept = 0u64;
             let mut alive = lines.as_ref().map(|_| foldhash::HashSet::default());
+            let mut cursor = 0;
             for r in &session.records {
                 if let Some(a) = alive.as_mut() {
                     a.insert(r.id());
                 }
-                match before.get(&r.id()) {
+                match before.get(r.id(), &mut cursor) {
                     None => {
                         stats.added += 1;
                         Trace::note(cx, r.id(), r.line, i, Event::Added);
                     }
-                    Some(&e) => {
+                    Some(e) => {
                         kept += 1;
                         if e != r.edits() {
                             stats.changed += 1;
@@ -480,18 +481,19 @@ impl Pipeline {
         // it (walking back per opaque line was quadratic after a long run of dropped records).
         let mut after: FastMap<Option<u64>, Vec<Record<'_>>> = FastMap::default();
         if !opaque.is_empty() {
-            let alive: foldhash::HashSet<u64> = session.records.iter().map(|r| r.id()).collect();
-            let mut survivor: FastMap<u64, Option<u64>> = FastMap::default();
-            survivor.reserve(order.len());
-            let mut last = None;
-            for &id in &order {
-                if alive.contains(&id) {
-                    last = Some(id);
-                }
-                survivor.insert(id, last);
-            }
+            // The input records still there, in input order.
+            let mut alive: Vec<u64> = session
+                .records
+                .iter()
+                .map(Record::id)
+                .filter(|&id| id <= last_input_id)
+                .collect();
+            alive.sort_unstable();
             for (anchor, rec) in opaque {
-                let a = anchor.and_then(|id| survivor[&id]);
+                let a = anchor.and_then(|id| {
+                    let k = alive.partition_point(|&x| x <= id);
+                    k.checked_sub(1).map(|k| alive[k])
+                });
                 after.entry(a).or_default().push(rec);
             }
         }
@@ -521,6 +523,55 @@ impl Pipeline {
             emit(&rec, out, report)?;
         }
         Ok(())
+    }
+}
+
+/// How many lines `data` holds, for reserving the records: counted exactly when lines are
+/// short (there the records are most of the memory, and growing the vector by doubling would
+/// hold up to twice what is needed), estimated from the first 64 KiB otherwise (a record is
+/// then small next to its line, and counting would cost a pass over the input).
+fn line_count_estimate(data: &[u8]) -> usize {
+    const SAMPLE: usize = 64 << 10;
+    if data.len() <= SAMPLE {
+        return memchr::memchr_iter(b'\n', data).count() + 1;
+    }
+    let in_sample = memchr::memchr_iter(b'\n', &data[..SAMPLE]).count();
+    if in_sample * 512 > SAMPLE {
+        // Lines average under 512 bytes.
+        return memchr::memchr_iter(b'\n', data).count() + 1;
+    }
+    (data.len() / SAMPLE + 1) * (in_sample + 1)
+}
+
+/// `(id, edits)` of every record before a stage ran, sorted by id: what the stage's
+/// statistics compare against (16 bytes a record, where a hash map took about twice that).
+struct EditsBefore(Vec<(u64, u32)>);
+
+impl EditsBefore {
+    fn new(records: &[Record<'_>]) -> Self {
+        let mut v: Vec<(u64, u32)> = records.iter().map(|r| (r.id(), r.edits())).collect();
+        if !v.windows(2).all(|w| w[0].0 <= w[1].0) {
+            v.sort_unstable_by_key(|e| e.0);
+        }
+        EditsBefore(v)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The edits of record `id` before the stage, if it was there. `cursor` makes the usual
+    /// walk (records still in id order) a merge rather than a search per record.
+    fn get(&self, id: u64, cursor: &mut usize) -> Option<u32> {
+        if let Some(&(k, e)) = self.0.get(*cursor) {
+            if k == id {
+                *cursor += 1;
+                return Some(e);
+            }
+        }
+        let k = self.0.binary_search_by_key(&id, |e| e.0).ok()?;
+        *cursor = k + 1;
+        Some(self.0[k].1)
     }
 }
 
@@ -573,5 +624,37 @@ impl<'s, 'b> Out<'s, 'b> {
             Some((start, end)) => self.sink.put_span(&self.base[start..end]),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_before_finds_records_in_any_order() {
+        let text = b"{}\n{}\n{}\n";
+        let mut recs: Vec<Record<'_>> = framing::lines(text, 1).map(Record::from_line).collect();
+        recs[1].set_raw(b"{ }".to_vec());
+        let ids: Vec<u64> = recs.iter().map(Record::id).collect();
+        recs.swap(0, 2);
+        let before = EditsBefore::new(&recs);
+        assert_eq!(before.len(), 3);
+        let mut cursor = 0;
+        // In id order (the merge walk), out of order (a search), and an id never seen.
+        assert_eq!(before.get(ids[0], &mut cursor), Some(0));
+        assert_eq!(before.get(ids[1], &mut cursor), Some(1));
+        assert_eq!(before.get(ids[0], &mut cursor), Some(0));
+        assert_eq!(before.get(ids[2], &mut cursor), Some(0));
+        assert_eq!(before.get(ids[2] + 1_000_000, &mut cursor), None);
+    }
+
+    #[test]
+    fn short_lines_are_counted_exactly() {
+        let tiny = b"{}\n".repeat(100_000);
+        assert_eq!(line_count_estimate(&tiny), 100_001);
+        let long = [vec![b'x'; 4000], b"\n".to_vec()].concat().repeat(100);
+        let n = line_count_estimate(&long);
+        assert!((100..=200).contains(&n), "{n}");
     }
 }

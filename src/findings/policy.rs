@@ -116,7 +116,7 @@ impl Policy {
             let Some(h) = rec.header().cloned() else {
                 continue;
             };
-            let uuid = h.uuid.as_deref();
+            let uuid = h.uuid();
             if scan_types && self.forbidden_types.is_match(h.kind.as_str()) {
                 out.push(finding(
                     "forbidden-record-type",
@@ -126,8 +126,8 @@ impl Policy {
                 ));
             }
             if scan_tools {
-                for b in h.blocks.iter().filter(|b| b.kind == "tool_use") {
-                    let name = b.name.as_deref().unwrap_or("");
+                for b in h.blocks().iter().filter(|b| b.kind() == "tool_use") {
+                    let name = b.name().unwrap_or("");
                     if self.forbidden_tools.is_match(name) {
                         out.push(finding(
                             "forbidden-tool",

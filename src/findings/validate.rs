@@ -26,8 +26,8 @@ use crate::transcript::session::Session;
 /// Validate one transcript held in memory.
 pub fn validate(data: &[u8]) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut records = Vec::new();
     let n_lines = framing::lines(data, 1).count();
+    let mut records = Vec::with_capacity(n_lines);
     for l in framing::lines(data, 1) {
         let rec = Record::from_line(l);
         if let Err(reason) = check_json(l.body) {
@@ -76,18 +76,13 @@ fn finding(rule: &str, line: usize, uuid: Option<&str>, message: String) -> Find
 /// A finding on record `i` of `s`: its line and uuid.
 fn record_finding(s: &Session<'_>, i: usize, rule: &str, message: String) -> Finding {
     let r = &s.records[i];
-    finding(
-        rule,
-        r.line,
-        r.header().and_then(|h| h.uuid.as_deref()),
-        message,
-    )
+    finding(rule, r.line, r.header().and_then(|h| h.uuid()), message)
 }
 
 fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
     for &i in &s.duplicate_uuids {
         let r = &s.records[i];
-        let u = r.header().and_then(|h| h.uuid.as_deref());
+        let u = r.header().and_then(|h| h.uuid());
         let first = u.and_then(|u| s.by_uuid.get(u)).map(|&j| s.records[j].line);
         out.push(finding(
             "duplicate-uuid",
@@ -101,8 +96,8 @@ fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
 fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
     for r in &s.records {
         let Some(h) = r.header() else { continue };
-        let uuid = h.uuid.as_deref();
-        if let Some(p) = &h.parent_uuid {
+        let uuid = h.uuid();
+        if let Some(p) = h.parent_uuid() {
             if !s.by_uuid.contains_key(p) && !is_compaction_agent(h) {
                 out.push(finding(
                     "dangling-parent",
@@ -114,14 +109,14 @@ fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
             }
         }
         let mut refs: Vec<(&str, &str)> = Vec::new();
-        if let Some(v) = &h.logical_parent_uuid {
+        if let Some(v) = h.logical_parent_uuid() {
             refs.push(("logicalParentUuid", v));
         }
-        if let Some(v) = &h.source_tool_assistant_uuid {
+        if let Some(v) = h.source_tool_assistant_uuid() {
             refs.push(("sourceToolAssistantUUID", v));
         }
         if h.kind == Kind::LastPrompt {
-            if let Some(v) = &h.leaf_uuid {
+            if let Some(v) = h.leaf_uuid() {
                 refs.push(("leafUuid", v));
             }
         }
@@ -144,7 +139,7 @@ fn check_cycles(s: &Session<'_>, out: &mut Vec<Finding>) {
         out.push(finding(
             "parent-cycle",
             s.records[i].line,
-            s.header(i).and_then(|h| h.uuid.as_deref()),
+            s.header(i).and_then(|h| h.uuid()),
             "following parentUuid from here comes back to this record".into(),
         ));
     }
@@ -153,9 +148,7 @@ fn check_cycles(s: &Session<'_>, out: &mut Vec<Finding>) {
 /// A record of Claude Code's compaction summariser (`agent-acompact-*.jsonl`), whose first
 /// parents name records of the main session file.
 pub fn is_compaction_agent(h: &crate::transcript::record::Header) -> bool {
-    h.agent_id
-        .as_deref()
-        .is_some_and(|a| a.starts_with("acompact"))
+    h.agent_id().is_some_and(|a| a.starts_with("acompact"))
 }
 
 /// For each record, whether a user message (a prompt or a tool result) descends from it: an
@@ -226,7 +219,7 @@ fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
         if h.kind != Kind::Assistant {
             continue;
         }
-        let Some(mid) = h.message_id.as_deref() else {
+        let Some(mid) = h.message_id() else {
             continue;
         };
         if !seen.insert(mid) {
@@ -234,7 +227,7 @@ fn check_split_messages(s: &Session<'_>, out: &mut Vec<Finding>) {
                 out.push(finding(
                     "split-message",
                     r.line,
-                    h.uuid.as_deref(),
+                    h.uuid(),
                     format!(
                         "piece of assistant message {mid} is not chained to its earlier piece (line {})",
                         s.records[first_piece[mid]].line

@@ -262,13 +262,17 @@ pub fn apply(s: &mut Session<'_>, ops: &[Op]) -> Result<EditReport, String> {
                     let uuid = new_uuid(with, oi, "with", &mut used_uuids, &mut report)?;
                     let parent = s.records[first.prompt]
                         .header()
-                        .and_then(|h| h.parent_uuid.clone());
+                        .and_then(|h| h.parent_uuid().map(str::to_string));
                     let tpl = template(s, first.prompt);
                     let mut value = message(&tpl, with, &uuid, parent.as_deref());
                     let replaces: Vec<String> = idx
                         .iter()
                         .flat_map(|&t| turns[t].records.iter())
-                        .filter_map(|&i| s.records[i].header().and_then(|h| h.uuid.clone()))
+                        .filter_map(|&i| {
+                            s.records[i]
+                                .header()
+                                .and_then(|h| h.uuid().map(str::to_string))
+                        })
                         .collect();
                     value["cchistEdit"] = json!({"op": "replace", "replacedUuids": replaces});
                     if let Some(l) = &with.uuid {
@@ -312,7 +316,7 @@ pub fn apply(s: &mut Session<'_>, ops: &[Op]) -> Result<EditReport, String> {
                                 .map_or(turn.prompt, |(_, i)| i);
                             let tail = s.records[last_chain]
                                 .header()
-                                .and_then(|h| h.uuid.clone())
+                                .and_then(|h| h.uuid().map(str::to_string))
                                 .unwrap_or_default();
                             groups.push(Group {
                                 anchor: Anchor::After(

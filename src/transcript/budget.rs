@@ -56,7 +56,7 @@ pub fn resume_path(s: &Session<'_>) -> Vec<usize> {
         .iter()
         .rposition(|&i| {
             s.header(i)
-                .is_some_and(|h| h.subtype.as_deref() == Some("compact_boundary"))
+                .is_some_and(|h| h.subtype() == Some("compact_boundary"))
         })
         .map_or(0, |p| p + 1);
     path[start..]

@@ -6,9 +6,8 @@
 //! `redact` does) or asks for the full [`serde_json::Value`] and edits that; the writer then
 //! re-serializes it compactly with keys in their original order.
 
-use std::borrow::Cow;
 use std::cell::OnceCell;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -20,22 +19,52 @@ use crate::io::output::Encode;
 mod header;
 mod kind;
 
-pub use header::{Block, Header};
+pub use header::{Block, BlockIter, Blocks, Header};
 pub use kind::Kind;
 
 /// One line of a transcript.
+///
+/// Compact, as a session holds one per line: the borrowed input bytes, the header (parsed on
+/// first use and shared with the session's index), and the rarely present edit state behind
+/// one pointer.
 pub struct Record<'a> {
-    raw: Cow<'a, [u8]>,
-    /// How the line ended in the input; kept on output.
-    pub term: Term,
+    /// The input line (empty for a record a stage created).
+    input: &'a [u8],
+    /// Present once the record was parsed into a value or edited.
+    edit: Option<Box<Edit>>,
+    /// Shared so the session can keep the header of a record a stage drops (tombstones);
+    /// [`not_object`] for a line that is not a JSON object.
+    header: OnceCell<Arc<Header>>,
+    id: u64,
     /// 1-based line number in the input; 0 for records a stage created.
     pub line: usize,
-    // Shared so the session can keep the header of a record a stage drops (tombstones).
-    header: OnceCell<Option<Arc<Header>>>,
-    value: Option<Value>,
-    changed: bool,
     edits: u32,
-    id: u64,
+    /// How the line ended in the input; kept on output.
+    pub term: Term,
+}
+
+/// What a record holds beyond its input line.
+#[derive(Default)]
+struct Edit {
+    /// Bytes that replaced the input line ([`Record::set_raw`]).
+    raw: Option<Vec<u8>>,
+    /// The parsed (and maybe edited) value.
+    value: Option<Value>,
+    /// True when a stage changed the record.
+    changed: bool,
+}
+
+/// The header every record whose line is not a JSON object points at.
+fn not_object() -> &'static Arc<Header> {
+    static H: OnceLock<Arc<Header>> = OnceLock::new();
+    H.get_or_init(|| Arc::new(Header::default()))
+}
+
+/// The header every blank record (`{}`: no field a header reads, no string) shares, so such
+/// records cost no allocation.
+fn blank() -> &'static Arc<Header> {
+    static H: OnceLock<Arc<Header>> = OnceLock::new();
+    H.get_or_init(|| Arc::new(Header::default()))
 }
 
 fn next_id() -> u64 {
@@ -47,61 +76,90 @@ impl<'a> Record<'a> {
     /// A record borrowing a framed input line.
     pub fn from_line(l: Line<'a>) -> Self {
         Record {
-            raw: Cow::Borrowed(l.body),
-            term: l.term,
-            line: l.number,
+            input: l.body,
+            edit: None,
             header: OnceCell::new(),
-            value: None,
-            changed: false,
-            edits: 0,
             id: next_id(),
+            line: l.number,
+            edits: 0,
+            term: l.term,
         }
     }
 
     /// A record a stage created from a JSON value (written with an LF terminator).
     pub fn from_value(v: Value) -> Record<'static> {
         Record {
-            raw: Cow::Owned(Vec::new()),
-            term: Term::Lf,
-            line: 0,
+            input: &[],
+            edit: Some(Box::new(Edit {
+                raw: None,
+                value: Some(v),
+                changed: true,
+            })),
             header: OnceCell::new(),
-            value: Some(v),
-            changed: true,
-            edits: 1,
             id: next_id(),
+            line: 0,
+            edits: 1,
+            term: Term::Lf,
         }
     }
 
     /// The bytes as read (or as last replaced with [`Record::set_raw`]); stale once
     /// [`Record::value_mut`] has been called.
     pub fn raw(&self) -> &[u8] {
-        &self.raw
+        match self.edit.as_deref() {
+            Some(Edit { raw: Some(r), .. }) => r,
+            _ => self.input,
+        }
+    }
+
+    fn value_ref(&self) -> Option<&Value> {
+        self.edit.as_deref().and_then(|e| e.value.as_ref())
+    }
+
+    fn edit(&mut self) -> &mut Edit {
+        self.edit.get_or_insert_with(Box::default)
     }
 
     /// True when a stage changed this record.
     pub fn is_changed(&self) -> bool {
-        self.changed
+        self.edit.as_deref().is_some_and(|e| e.changed)
     }
 
     /// The parsed header, or `None` when the line is not a JSON object.
     pub fn header(&self) -> Option<&Header> {
-        self.cached_header().as_deref()
+        self.cached_header().map(|h| &**h)
     }
 
     /// The parsed header as a shared handle (kept by the session after a stage drops the
     /// record, to leave a tombstone).
     pub fn header_arc(&self) -> Option<Arc<Header>> {
-        self.cached_header().clone()
+        self.cached_header().cloned()
     }
 
-    fn cached_header(&self) -> &Option<Arc<Header>> {
-        self.header.get_or_init(|| {
-            match &self.value {
+    /// True when the record's header is parsed and is `h` itself (not merely equal): no edit
+    /// happened since `h` was taken with [`Record::header_arc`], or the record was blank then
+    /// and is blank again.
+    pub fn holds_header(&self, h: Option<&Arc<Header>>) -> bool {
+        match (self.header.get(), h) {
+            (Some(mine), Some(h)) => Arc::ptr_eq(mine, h),
+            (Some(mine), None) => Arc::ptr_eq(mine, not_object()),
+            (None, _) => false,
+        }
+    }
+
+    fn cached_header(&self) -> Option<&Arc<Header>> {
+        let h = self.header.get_or_init(|| {
+            let h = match self.value_ref() {
                 Some(v) => Header::from_value(v),
-                None => Header::parse(&self.raw),
+                None => Header::parse(self.raw()),
+            };
+            match h {
+                None => not_object().clone(),
+                Some(h) if h.is_blank() => blank().clone(),
+                Some(h) => Arc::new(h),
             }
-            .map(Arc::new)
-        })
+        });
+        (!Arc::ptr_eq(h, not_object())).then_some(h)
     }
 
     /// The record `type`, if the line is a JSON object with one.
@@ -117,19 +175,22 @@ impl<'a> Record<'a> {
     /// The full JSON value, parsed on demand. Errors when the line is not valid JSON.
     pub fn value(&mut self) -> Result<&Value, String> {
         self.ensure_value()?;
-        Ok(self.value.as_ref().expect("value parsed"))
+        Ok(self.value_ref().expect("value parsed"))
     }
 
     /// True when the record is held as an edited [`Value`] (its raw bytes are stale).
     pub fn is_value_edited(&self) -> bool {
-        self.changed && self.value.is_some()
+        self.edit
+            .as_deref()
+            .is_some_and(|e| e.changed && e.value.is_some())
     }
 
     /// Replace the record with an edited value (for a stage that parsed and transformed a copy
     /// of [`Record::raw`] itself, leaving the record untouched when nothing changed).
     pub fn set_value(&mut self, v: Value) {
-        self.value = Some(v);
-        self.changed = true;
+        let e = self.edit();
+        e.value = Some(v);
+        e.changed = true;
         self.edits += 1;
         self.header = OnceCell::new();
     }
@@ -147,16 +208,17 @@ impl<'a> Record<'a> {
     /// assert_eq!(r.raw(), br#"{"parentUuid":null, "x":1}"#);
     /// ```
     pub fn splice_top_field(&mut self, key: &str, json: &str) -> bool {
-        if self.changed && self.value.is_some() {
+        if self.is_value_edited() {
             return false;
         }
-        let Some(at) = scan::top_field_span(&self.raw, key) else {
+        let raw = self.raw();
+        let Some(at) = scan::top_field_span(raw, key) else {
             return false;
         };
-        let mut out = Vec::with_capacity(self.raw.len() + json.len());
-        out.extend_from_slice(&self.raw[..at.start]);
+        let mut out = Vec::with_capacity(raw.len() + json.len());
+        out.extend_from_slice(&raw[..at.start]);
         out.extend_from_slice(json.as_bytes());
-        out.extend_from_slice(&self.raw[at.end..]);
+        out.extend_from_slice(&raw[at.end..]);
         self.set_raw(out);
         true
     }
@@ -164,25 +226,28 @@ impl<'a> Record<'a> {
     /// The full JSON value for editing; marks the record changed.
     pub fn value_mut(&mut self) -> Result<&mut Value, String> {
         self.ensure_value()?;
-        self.changed = true;
         self.edits += 1;
         self.header = OnceCell::new();
-        Ok(self.value.as_mut().expect("value parsed"))
+        let e = self.edit();
+        e.changed = true;
+        Ok(e.value.as_mut().expect("value parsed"))
     }
 
     fn ensure_value(&mut self) -> Result<(), String> {
-        if self.value.is_none() {
-            self.value = Some(parse_value(&self.raw)?);
+        if self.value_ref().is_none() {
+            let v = parse_value(self.raw())?;
+            self.edit().value = Some(v);
         }
         Ok(())
     }
 
     /// Replace the record's bytes (a splice that keeps everything else byte-identical).
     pub fn set_raw(&mut self, bytes: Vec<u8>) {
-        self.raw = Cow::Owned(bytes);
-        self.value = None;
+        let e = self.edit();
+        e.raw = Some(bytes);
+        e.value = None;
+        e.changed = true;
         self.header = OnceCell::new();
-        self.changed = true;
         self.edits += 1;
     }
 
@@ -191,31 +256,41 @@ impl<'a> Record<'a> {
         self.edits
     }
 
-    /// A process-unique identity, stable while stages reorder or drop records.
+    /// A process-unique identity, stable while stages reorder or drop records. Records read
+    /// from one input get increasing ids in input order, and a record a stage creates later
+    /// gets a greater one than all of them.
     pub fn id(&self) -> u64 {
         self.id
     }
 
+    /// The edited value to write instead of the bytes, if any.
+    fn written_value(&self) -> Option<&Value> {
+        self.edit
+            .as_deref()
+            .filter(|e| e.changed)
+            .and_then(|e| e.value.as_ref())
+    }
+
     /// Append this record's output bytes (body and terminator) to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        match (&self.value, self.changed) {
-            (Some(v), true) => {
+        match self.written_value() {
+            Some(v) => {
                 serde_json::to_writer(&mut *out, v).expect("serializing a Value cannot fail");
             }
-            _ => out.extend_from_slice(&self.raw),
+            None => out.extend_from_slice(self.raw()),
         }
         out.extend_from_slice(self.term.bytes());
     }
 
     /// Bytes this record writes (body and terminator). Serializes a changed value to count it.
     pub fn output_len(&self) -> u64 {
-        let body = match (&self.value, self.changed) {
-            (Some(v), true) => {
+        let body = match self.written_value() {
+            Some(v) => {
                 let mut counter = ByteCounter(0);
                 serde_json::to_writer(&mut counter, v).expect("serializing a Value cannot fail");
                 counter.0
             }
-            _ => self.raw.len() as u64,
+            None => self.raw().len() as u64,
         };
         body + self.term.bytes().len() as u64
     }
@@ -223,10 +298,7 @@ impl<'a> Record<'a> {
     /// The original borrowed input slice, when the record is unchanged and still borrows it.
     /// The writer uses this to copy runs of untouched records in one go.
     pub fn untouched_slice(&self) -> Option<&'a [u8]> {
-        match (&self.raw, self.changed) {
-            (Cow::Borrowed(b), false) => Some(b),
-            _ => None,
-        }
+        (!self.is_changed()).then_some(self.input)
     }
 }
 
@@ -351,6 +423,18 @@ mod tests {
         ] {
             assert_eq!(max_depth(text), depth, "{}", String::from_utf8_lossy(text));
         }
+    }
+
+    /// A session holds one record and one header per line: a field added carelessly (or a
+    /// `String` where a span does) multiplies by millions of lines.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn layout_stays_compact() {
+        use std::mem::size_of;
+        // input 16, edit 8, header 8, id 8, line 8, edits 4, term 1.
+        assert_eq!(size_of::<Record>(), 56);
+        // kind 24, longest_string 8, arena 16, 14 spans of 8, blocks 16, five flags.
+        assert_eq!(size_of::<Header>(), 184);
     }
 
     #[test]

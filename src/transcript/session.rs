@@ -107,10 +107,12 @@ pub struct Session<'a> {
     /// [`Session::remove`] / [`Session::tombstone`]. `relink` follows these to re-point the
     /// references to a removed record at its nearest surviving ancestor.
     pub removed: FastMap<String, Option<String>>,
-    /// `(id, edits, header)` of every record as of the last [`Session::reindex`]: when no
-    /// record was added, removed or moved since, and no edit changed a uuid or tool id, the
-    /// indexes are still right; the headers of records dropped since are the tombstones.
-    indexed: Vec<(u64, u32, Option<Arc<Header>>)>,
+    /// `(id, header)` of every record as of the last [`Session::reindex`]: when no record was
+    /// added, removed or moved since, and no edit changed a uuid or tool id, the indexes are
+    /// still right; the headers of records dropped since are the tombstones. An edit drops
+    /// the record's cached header, so a record still holding the very header indexed was not
+    /// edited since (or was a blank record and still is, which changes nothing indexed).
+    indexed: Vec<(u64, Option<Arc<Header>>)>,
     /// Set by `relink` (to its `tool_pairs` option) when it leaves every reference resolving;
     /// cleared by any change. A second relink of an unchanged session has nothing to do.
     pub(crate) linked: Option<bool>,
@@ -142,22 +144,21 @@ impl<'a> Session<'a> {
                 .records
                 .iter()
                 .zip(&self.indexed)
-                .all(|(r, (id, _, _))| r.id() == *id);
+                .all(|(r, (id, _))| r.id() == *id);
         if !same_places {
             return self.force_reindex();
         }
         for (r, entry) in self.records.iter().zip(self.indexed.iter_mut()) {
-            if r.edits() == entry.1 {
+            if r.holds_header(entry.1.as_ref()) {
                 continue;
             }
             // Any edit may have moved the record in the chain.
             self.linked = None;
             let new = r.header_arc();
-            if indexed_key(new.as_deref()) != indexed_key(entry.2.as_deref()) {
+            if indexed_key(new.as_deref()) != indexed_key(entry.1.as_deref()) {
                 return self.force_reindex();
             }
-            entry.1 = r.edits();
-            entry.2 = new;
+            entry.1 = new;
         }
     }
 
@@ -169,11 +170,11 @@ impl<'a> Session<'a> {
         self.tool_results.clear();
         for (i, r) in self.records.iter().enumerate() {
             let Some(h) = r.header() else { continue };
-            if let Some(u) = &h.uuid {
+            if let Some(u) = h.uuid() {
                 if self.by_uuid.contains_key(u) {
                     self.duplicate_uuids.push(i);
                 } else {
-                    self.by_uuid.insert(u.clone(), i);
+                    self.by_uuid.insert(u.to_string(), i);
                 }
             }
             for id in h.tool_use_ids() {
@@ -185,19 +186,19 @@ impl<'a> Session<'a> {
         }
         // Tombstone every uuid indexed last time and gone now (the first record that carried
         // it names the parent), then remember the current headers.
-        for (_, _, h) in std::mem::take(&mut self.indexed) {
-            let Some(u) = h.as_ref().and_then(|h| h.uuid.as_ref()) else {
+        for (_, h) in std::mem::take(&mut self.indexed) {
+            let Some(u) = h.as_ref().and_then(|h| h.uuid()) else {
                 continue;
             };
             if !self.by_uuid.contains_key(u) && !self.removed.contains_key(u) {
-                let parent = h.as_ref().and_then(|h| h.parent_uuid.clone());
-                self.removed.insert(u.clone(), parent);
+                let parent = h.as_ref().and_then(|h| h.parent_uuid().map(str::to_string));
+                self.removed.insert(u.to_string(), parent);
             }
         }
         self.indexed = self
             .records
             .iter()
-            .map(|r| (r.id(), r.edits(), r.header_arc()))
+            .map(|r| (r.id(), r.header_arc()))
             .collect();
     }
 
@@ -207,9 +208,9 @@ impl<'a> Session<'a> {
         self.linked = None;
         let r = self.records.remove(i);
         if let Some(h) = r.header() {
-            if let Some(u) = &h.uuid {
-                let p = h.parent_uuid.clone();
-                self.removed.entry(u.clone()).or_insert(p);
+            if let Some(u) = h.uuid() {
+                let p = h.parent_uuid().map(str::to_string);
+                self.removed.entry(u.to_string()).or_insert(p);
             }
         }
         r
@@ -231,7 +232,7 @@ impl<'a> Session<'a> {
 
     /// Index of the parent of record `i`, if it has one that exists in this file.
     pub fn parent(&self, i: usize) -> Option<usize> {
-        let p = self.header(i)?.parent_uuid.as_deref()?;
+        let p = self.header(i)?.parent_uuid()?;
         self.by_uuid.get(p).copied()
     }
 
@@ -281,7 +282,7 @@ impl<'a> Session<'a> {
                 return false;
             };
             match h.kind {
-                Kind::Assistant => return h.message_id.as_deref() == Some(mid),
+                Kind::Assistant => return h.message_id() == Some(mid),
                 Kind::User if !is_tool_results_only(h) => return false,
                 _ => cur = self.parent(p),
             }
@@ -311,7 +312,7 @@ impl<'a> Session<'a> {
             path.push(i);
             let h = self.header(i);
             cur = self.parent(i).or_else(|| {
-                let lp = h?.logical_parent_uuid.as_deref()?;
+                let lp = h?.logical_parent_uuid()?;
                 self.by_uuid.get(lp).copied()
             });
         }
@@ -389,8 +390,7 @@ impl<'a> Session<'a> {
                         && !h.is_sidechain
                         && on_path.contains(&i)
                         && !h
-                            .message_id
-                            .as_deref()
+                            .message_id()
                             .is_some_and(|m| keys.iter().any(|k| k.0.contains(m)))
                 });
                 if opens {
@@ -409,12 +409,11 @@ impl<'a> Session<'a> {
                 if let Some(h) = h.filter(|h| !h.is_sidechain) {
                     for (k, key) in keys.iter().enumerate().take(cur) {
                         let same_msg = h.kind == Kind::Assistant
-                            && h.message_id.as_deref().is_some_and(|m| key.0.contains(m));
-                        let answers = h.blocks.iter().any(|b| {
-                            b.tool_use_id
-                                .as_deref()
-                                .is_some_and(|id| key.1.contains(id))
-                        });
+                            && h.message_id().is_some_and(|m| key.0.contains(m));
+                        let answers = h
+                            .blocks()
+                            .iter()
+                            .any(|b| b.tool_use_id().is_some_and(|id| key.1.contains(id)));
                         if same_msg || answers {
                             tie = k;
                             break;
@@ -434,11 +433,11 @@ impl<'a> Session<'a> {
                 step.records.push(i);
                 if let Some(h) = h.filter(|h| h.kind == Kind::Assistant && !h.is_sidechain) {
                     let key = keys.last_mut().expect("parallel to steps");
-                    if let Some(m) = h.message_id.as_deref() {
+                    if let Some(m) = h.message_id() {
                         key.0.insert(m);
                     }
-                    for b in &h.blocks {
-                        if let Some(id) = b.id.as_deref().filter(|_| b.kind == "tool_use") {
+                    for b in h.blocks() {
+                        if let Some(id) = b.id().filter(|_| b.kind() == "tool_use") {
                             key.1.insert(id);
                         }
                     }
@@ -459,24 +458,24 @@ type IndexedKey<'h> = (Option<&'h str>, Vec<(&'h str, &'h str, &'h str)>);
 fn indexed_key(h: Option<&Header>) -> Option<IndexedKey<'_>> {
     h.map(|h| {
         let tools = h
-            .blocks
+            .blocks()
             .iter()
-            .filter(|b| b.id.is_some() || b.tool_use_id.is_some())
+            .filter(|b| b.id().is_some() || b.tool_use_id().is_some())
             .map(|b| {
                 (
-                    b.kind.as_str(),
-                    b.id.as_deref().unwrap_or_default(),
-                    b.tool_use_id.as_deref().unwrap_or_default(),
+                    b.kind(),
+                    b.id().unwrap_or_default(),
+                    b.tool_use_id().unwrap_or_default(),
                 )
             })
             .collect();
-        (h.uuid.as_deref(), tools)
+        (h.uuid(), tools)
     })
 }
 
 /// True for a record whose content is only `tool_result` blocks.
 pub fn is_tool_results_only(h: &Header) -> bool {
-    !h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind == "tool_result")
+    !h.blocks().is_empty() && h.blocks().iter().all(|b| b.kind() == "tool_result")
 }
 
 /// True for user/assistant records (what the API sees), as opposed to bookkeeping.
@@ -502,10 +501,10 @@ pub fn is_prompt(h: &Header) -> bool {
         && !h.is_compact_summary
         && !h.is_sidechain
         && (h.content_is_text
-            || (!h.blocks.is_empty() && h.blocks.iter().all(|b| b.kind != "tool_result")))
+            || (!h.blocks().is_empty() && h.blocks().iter().all(|b| b.kind() != "tool_result")))
         && !NOT_PROMPT_PREFIXES
             .iter()
-            .any(|p| h.text_prefix.starts_with(p))
+            .any(|p| h.text_prefix().starts_with(p))
 }
 
 #[cfg(test)]
@@ -534,6 +533,43 @@ mod tests {
         assert_eq!(t[1].records, vec![3, 4]);
         assert_eq!(s.tool_uses["t1"], 1);
         assert_eq!(s.tool_results["t1"], vec![2]);
+    }
+
+    /// The index keeps each record's header itself, not its edit count: an edit drops the
+    /// record's cached header, and reindex must still see every edit.
+    #[test]
+    fn reindex_sees_edits_through_the_header_it_holds() {
+        let text = concat!(
+            r#"{"type":"user","uuid":"a","parentUuid":null}"#,
+            "\n",
+            r#"{"type":"user","uuid":"b","parentUuid":"a"}"#,
+            "\n",
+            "{}\n",
+        );
+        let mut s = session(text);
+        s.linked = Some(true);
+        // An edit that keeps the indexed keys: indexes stay, but the chain may have moved.
+        s.records[0].set_raw(br#"{"type":"user","uuid":"a","parentUuid":null,"x":1}"#.to_vec());
+        s.reindex();
+        assert_eq!(s.linked, None);
+        assert_eq!(s.by_uuid["a"], 0);
+        // An edit that changes a uuid: the old one becomes a tombstone.
+        s.records[1].set_raw(br#"{"type":"user","uuid":"c","parentUuid":"a"}"#.to_vec());
+        s.reindex();
+        assert_eq!(s.by_uuid.get("b"), None);
+        assert_eq!(s.by_uuid["c"], 1);
+        assert_eq!(s.removed["b"].as_deref(), Some("a"));
+        // Every edit is seen, a blank record's too (all blank records share one header).
+        s.linked = Some(true);
+        s.records[2].set_raw(b"{ }".to_vec());
+        s.reindex();
+        assert_eq!(s.linked, None);
+        assert_eq!(s.by_uuid.len(), 2);
+        // A record becoming a chain record is indexed.
+        s.records[2].set_raw(br#"{"uuid":"d"}"#.to_vec());
+        s.reindex();
+        assert_eq!(s.by_uuid["d"], 2);
+        assert_eq!(s.linked, None);
     }
 
     #[test]

@@ -53,8 +53,8 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
         .unwrap_or_default();
     TurnRow {
         number: t.number,
-        uuid: h.uuid.unwrap_or_default(),
-        time: h.timestamp,
+        uuid: h.uuid().unwrap_or_default().to_string(),
+        time: h.timestamp().map(str::to_string),
         prompt,
         tool_calls,
         records: t.records.len(),
@@ -104,10 +104,10 @@ fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
             continue;
         }
         tools.extend(
-            h.blocks
+            h.blocks()
                 .iter()
-                .filter(|b| b.kind == "tool_use")
-                .map(|b| b.name.clone().unwrap_or_default()),
+                .filter(|b| b.kind() == "tool_use")
+                .map(|b| b.name().map(str::to_string).unwrap_or_default()),
         );
         if text.is_empty() {
             if let Ok(v) = s.records[i].value() {
@@ -123,8 +123,8 @@ fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
     StepRow {
         number: st.number,
         turn: turns[st.turn].number,
-        uuid: h.uuid.unwrap_or_default(),
-        time: h.timestamp,
+        uuid: h.uuid().unwrap_or_default().to_string(),
+        time: h.timestamp().map(str::to_string),
         tools,
         text,
         records: st.records.len(),

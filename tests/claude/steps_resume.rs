@@ -59,7 +59,7 @@ fn tool_use_ids(data: &[u8], uuids: &HashSet<&str>) -> Vec<String> {
         .filter_map(|i| s.header(i))
         .filter(|h| {
             h.kind == cchist::transcript::record::Kind::Assistant
-                && h.uuid.as_deref().is_some_and(|u| uuids.contains(u))
+                && h.uuid().is_some_and(|u| uuids.contains(u))
         })
         .flat_map(|h| h.tool_use_ids().map(str::to_owned).collect::<Vec<_>>())
         .collect()
@@ -74,9 +74,13 @@ fn check_shape(out: &[u8], orig: &[u8], kept: &[Vec<String>]) -> Value {
     let mut o = session_of(orig);
     let turns = s.turns();
     let first = o.turns()[0].prompt;
-    let first_uuid = o.header(first).and_then(|h| h.uuid.clone()).unwrap();
+    let first_uuid = o
+        .header(first)
+        .and_then(|h| h.uuid().map(str::to_string))
+        .unwrap();
     assert_eq!(
-        s.header(turns[0].prompt).and_then(|h| h.uuid.clone()),
+        s.header(turns[0].prompt)
+            .and_then(|h| h.uuid().map(str::to_string)),
         Some(first_uuid),
         "the first prompt stays first"
     );
@@ -106,12 +110,12 @@ fn check_shape(out: &[u8], orig: &[u8], kept: &[Vec<String>]) -> Value {
             continue;
         }
         let h = s.header(i).unwrap();
-        for b in &h.blocks {
-            if b.kind == "tool_use" {
-                uses.insert(b.id.clone().unwrap());
+        for b in h.blocks() {
+            if b.kind() == "tool_use" {
+                uses.insert(b.id().unwrap());
             }
-            if b.kind == "tool_result" {
-                results.insert(b.tool_use_id.clone().unwrap());
+            if b.kind() == "tool_result" {
+                results.insert(b.tool_use_id().unwrap());
             }
         }
     }
@@ -411,7 +415,12 @@ fn step_range_flags_and_pipeline_file_agree() {
         .collect();
     let mut o = session_of(&orig);
     let turns = o.turns();
-    let prompt2 = o.header(turns[1].prompt).unwrap().uuid.clone().unwrap();
+    let prompt2 = o
+        .header(turns[1].prompt)
+        .unwrap()
+        .uuid()
+        .map(str::to_string)
+        .unwrap();
     let mut expected: HashSet<&str> = steps[a - 1..b]
         .iter()
         .flatten()

@@ -246,7 +246,7 @@ pub fn step_uuids(data: &[u8]) -> Vec<Vec<String>> {
         .map(|st| {
             st.records
                 .iter()
-                .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+                .filter_map(|&i| s.header(i).and_then(|h| h.uuid().map(str::to_string)))
                 .collect()
         })
         .collect()

@@ -117,17 +117,17 @@ proptest! {
         prop_assert!(findings.is_empty(), "{:?}", findings);
         let s = session_of(&out);
         let kept: HashSet<String> = (0..s.records.len())
-            .filter_map(|i| s.header(i).and_then(|h| h.uuid.clone()))
+            .filter_map(|i| s.header(i).and_then(|h| h.uuid().map(str::to_string)))
             .collect();
         // Split assistant messages stay whole: all of a message's pieces are kept or none.
         let orig = session_of(text.as_bytes());
         let pieces = |s: &Session<'_>, mid: &str| {
             (0..s.records.len())
-                .filter(|&i| s.header(i).is_some_and(|h| h.message_id.as_deref() == Some(mid)))
+                .filter(|&i| s.header(i).is_some_and(|h| h.message_id() == Some(mid)))
                 .count()
         };
         for i in 0..orig.records.len() {
-            if let Some(mid) = orig.header(i).and_then(|h| h.message_id.clone()) {
+            if let Some(mid) = orig.header(i).and_then(|h| h.message_id().map(str::to_string)) {
                 let k = pieces(&s, &mid);
                 prop_assert!(k == 0 || k == pieces(&orig, &mid), "message {} split", mid);
             }
@@ -197,7 +197,7 @@ proptest! {
         let results: HashSet<&String> = s.tool_results.keys().collect();
         prop_assert_eq!(uses, results);
         let present: HashSet<String> = (0..s.records.len())
-            .filter_map(|i| s.header(i).and_then(|h| h.uuid.clone()))
+            .filter_map(|i| s.header(i).and_then(|h| h.uuid().map(str::to_string)))
             .collect();
         // One chain: every record is on the path resume follows from the newest one (a kept
         // step must not hang off the summary beside what follows it).

@@ -288,9 +288,9 @@ pub(super) struct Counts {
 pub(super) fn result_is_error(s: &Session<'_>, id: &str) -> bool {
     s.tool_results.get(id).into_iter().flatten().any(|&r| {
         s.header(r).is_some_and(|h| {
-            h.blocks.iter().any(|b| {
-                b.kind == "tool_result" && b.tool_use_id.as_deref() == Some(id) && b.is_error
-            })
+            h.blocks()
+                .iter()
+                .any(|b| b.kind() == "tool_result" && b.tool_use_id() == Some(id) && b.is_error())
         })
     })
 }

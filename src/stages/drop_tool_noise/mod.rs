@@ -171,9 +171,7 @@ impl DropToolNoise {
         (self.opts.drop_progress && h.kind == Kind::Progress)
             || (h.kind != Kind::Absent && self.types.is_match(h.kind.as_str()))
             || (h.kind == Kind::Attachment
-                && h.subtype
-                    .as_deref()
-                    .is_some_and(|t| self.attachments.is_match(t)))
+                && h.subtype().is_some_and(|t| self.attachments.is_match(t)))
     }
 }
 
@@ -205,7 +203,7 @@ impl Stage for DropToolNoise {
     fn record(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<Verdict> {
         // Streaming: only records outside the chain may go without a relink.
         if let Some(h) = rec.header() {
-            if h.uuid.is_none() && self.drops_type(h) {
+            if h.uuid().is_none() && self.drops_type(h) {
                 return Ok(Verdict::Drop);
             }
         }
@@ -257,10 +255,10 @@ impl DropToolNoise {
         for (id, &i) in &s.tool_uses {
             let Some(h) = s.header(i) else { continue };
             let name = h
-                .blocks
+                .blocks()
                 .iter()
-                .find(|b| b.id.as_deref() == Some(id.as_str()))
-                .and_then(|b| b.name.as_deref());
+                .find(|b| b.id() == Some(id.as_str()))
+                .and_then(|b| b.name());
             if !name.is_some_and(|n| self.tools.is_match(n)) {
                 continue;
             }
@@ -280,10 +278,10 @@ impl DropToolNoise {
             .iter()
             .filter(|(id, &i)| {
                 s.header(i).is_some_and(|h| {
-                    h.blocks.iter().any(|b| {
-                        b.kind == "tool_use"
-                            && b.id.as_deref() == Some(id.as_str())
-                            && b.name.as_deref() == Some("Read")
+                    h.blocks().iter().any(|b| {
+                        b.kind() == "tool_use"
+                            && b.id() == Some(id.as_str())
+                            && b.name() == Some("Read")
                     })
                 }) && s.tool_results.get(*id).is_some_and(|r| r.len() == 1)
                     && !result_is_error(s, id)
@@ -327,30 +325,30 @@ impl DropToolNoise {
         }
         // Every block naming a dropped call: its tool_use / server_tool_use, its tool_result,
         // and a server tool's own result block (web_search_tool_result, …).
-        let names_call = |b: &crate::transcript::record::Block| {
-            b.id.as_deref().is_some_and(|x| ids.contains(x))
-                || b.tool_use_id.as_deref().is_some_and(|x| ids.contains(x))
+        let names_call = |b: crate::transcript::record::Block<'_>| {
+            b.id().is_some_and(|x| ids.contains(x))
+                || b.tool_use_id().is_some_and(|x| ids.contains(x))
         };
         let mut strip: Vec<usize> = Vec::new();
         let mut messages: HashSet<String> = HashSet::new();
         for (i, rec) in s.records.iter().enumerate() {
             let Some(h) = rec.header() else { continue };
-            if h.blocks.iter().any(names_call) {
+            if h.blocks().iter().any(names_call) {
                 strip.push(i);
                 if h.kind == Kind::Assistant {
-                    messages.extend(h.message_id.clone());
+                    messages.extend(h.message_id().map(str::to_string));
                 }
             } else if !h.kind.is_message() {
                 // progress / hook records of a dropped call.
-                let names = |x: &Option<String>| x.as_deref().is_some_and(|t| ids.contains(t));
-                if names(&h.tool_use_id) || names(&h.parent_tool_use_id) {
+                let names = |x: Option<&str>| x.is_some_and(|t| ids.contains(t));
+                if names(h.tool_use_id()) || names(h.parent_tool_use_id()) {
                     drop[i] = true;
                 }
             }
         }
         for i in strip {
             let Some(h) = s.header(i) else { continue };
-            if h.blocks.iter().all(names_call) {
+            if h.blocks().iter().all(names_call) {
                 drop[i] = true;
                 continue;
             }
@@ -373,7 +371,7 @@ impl DropToolNoise {
         for i in 0..s.records.len() {
             if let Some(h) = s.header(i) {
                 if h.kind == Kind::Assistant {
-                    if let Some(mid) = h.message_id.as_deref().filter(|m| messages.contains(*m)) {
+                    if let Some(mid) = h.message_id().filter(|m| messages.contains(*m)) {
                         pieces.entry(mid).or_default().push(i);
                     }
                 }
@@ -382,9 +380,9 @@ impl DropToolNoise {
         for pieces in pieces.values() {
             let only_thinking = pieces.iter().filter(|&&i| !drop[i]).all(|&i| {
                 s.header(i).is_some_and(|h| {
-                    h.blocks
+                    h.blocks()
                         .iter()
-                        .all(|b| matches!(b.kind.as_str(), "thinking" | "redacted_thinking"))
+                        .all(|b| matches!(b.kind(), "thinking" | "redacted_thinking"))
                 })
             });
             if only_thinking {
@@ -407,10 +405,10 @@ impl DropToolNoise {
         }
         // Only a tool result (or an image) is ever edited, and capping needs a string over the
         // cap: the header tells both without parsing the record.
-        let has_result = h.blocks.iter().any(|b| b.kind == "tool_result");
+        let has_result = h.blocks().iter().any(|b| b.kind() == "tool_result");
         let may_cap = cap > 0 && has_result && h.longest_string > cap;
         let may_img = self.opts.replace_images
-            && (has_result || h.blocks.iter().any(|b| b.kind == "image"))
+            && (has_result || h.blocks().iter().any(|b| b.kind() == "image"))
             && memchr::memmem::find(rec.raw(), b"\"base64\"").is_some();
         if !may_cap && !may_img {
             return Ok(false);

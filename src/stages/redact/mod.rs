@@ -259,7 +259,7 @@ impl Stage for Redact {
         if res.findings.is_empty() || self.redactor.allows_record(rec) {
             return Ok(Verdict::Keep);
         }
-        let uuid = rec.header().and_then(|h| h.uuid.clone());
+        let uuid = rec.header().and_then(|h| h.uuid().map(str::to_string));
         for f in &res.findings {
             let id = self.redactor.rule_id(f.rule);
             cx.findings.push(Finding {

@@ -177,7 +177,13 @@ pub fn relink_with(s: &mut Session<'_>, cx: &mut Cx, opts: &RelinkOptions) -> Re
     let orig: HashMap<String, Option<String>> = if has_compactions {
         s.by_uuid
             .iter()
-            .map(|(u, &i)| (u.clone(), s.header(i).and_then(|h| h.parent_uuid.clone())))
+            .map(|(u, &i)| {
+                (
+                    u.clone(),
+                    s.header(i)
+                        .and_then(|h| h.parent_uuid().map(str::to_string)),
+                )
+            })
             .collect()
     } else {
         HashMap::new()
@@ -337,11 +343,12 @@ fn set_parent(s: &mut Session<'_>, i: usize, parent: Option<&str>, cx: &Cx) -> R
 }
 
 fn uuid_of(s: &Session<'_>, i: usize) -> Option<String> {
-    s.header(i).and_then(|h| h.uuid.clone())
+    s.header(i).and_then(|h| h.uuid().map(str::to_string))
 }
 
 fn branch_of(s: &Session<'_>, i: usize) -> Option<(bool, Option<String>)> {
-    s.header(i).map(|h| (h.is_sidechain, h.agent_id.clone()))
+    s.header(i)
+        .map(|h| (h.is_sidechain, h.agent_id().map(str::to_string)))
 }
 
 /// True when walking parents up from `j` reaches `i` (so `j` descends from `i`, or `j == i`).

@@ -22,10 +22,10 @@ pub(super) fn repair_parent(
     let ix = ix.get_or_insert_with(|| Candidates::new(s));
     let end = anc.find(i);
     if h.kind == Kind::Assistant {
-        if let Some(mid) = &h.message_id {
+        if let Some(mid) = h.message_id() {
             let pieces = ix
                 .pieces
-                .get(&(mid.clone(), branch.clone()))
+                .get(&(mid.to_string(), branch.clone()))
                 .map_or(&[][..], Vec::as_slice);
             let before = pieces.partition_point(|&j| j < i);
             for &j in pieces[..before].iter().rev() {
@@ -39,8 +39,8 @@ pub(super) fn repair_parent(
     let before = chain.partition_point(|&j| j < i);
     for &j in chain[..before].iter().rev() {
         let hj = s.header(j).expect("indexed records have headers");
-        if hj.uuid != h.uuid && anc.find(j) != end {
-            return hj.uuid.clone();
+        if hj.uuid() != h.uuid() && anc.find(j) != end {
+            return hj.uuid().map(str::to_string);
         }
     }
     None
@@ -63,14 +63,14 @@ impl Candidates {
         let mut pieces: FastMap<(String, Branch), Vec<usize>> = FastMap::default();
         for i in 0..s.records.len() {
             let Some(h) = s.header(i) else { continue };
-            if h.uuid.is_none() {
+            if h.uuid().is_none() {
                 continue;
             }
-            let branch = (h.is_sidechain, h.agent_id.clone());
+            let branch = (h.is_sidechain, h.agent_id().map(str::to_string));
             if h.kind == Kind::Assistant {
-                if let Some(mid) = &h.message_id {
+                if let Some(mid) = h.message_id() {
                     pieces
-                        .entry((mid.clone(), branch.clone()))
+                        .entry((mid.to_string(), branch.clone()))
                         .or_default()
                         .push(i);
                 }
@@ -178,13 +178,13 @@ pub(super) fn fix_parents_with(
     let mut tombstones = Resolver::default();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
-        let Some(p) = h.parent_uuid.clone() else {
+        let Some(p) = h.parent_uuid().map(str::to_string) else {
             continue;
         };
         if s.by_uuid.contains_key(&p) {
             continue;
         }
-        let own = h.uuid.clone();
+        let own = h.uuid().map(str::to_string);
         let compact_summary = h.is_compact_summary;
         let resolution = tombstones.resolve(s, &p);
         if touched_only && resolution == Resolution::Unknown {
@@ -313,11 +313,11 @@ pub(super) fn join_pass(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> Result<
         if h.kind != Kind::Assistant {
             continue;
         }
-        let Some(mid) = h.message_id.clone() else {
+        let Some(mid) = h.message_id().map(str::to_string) else {
             continue;
         };
-        let has_uuid = h.uuid.is_some();
-        let above = h.parent_uuid.clone();
+        let has_uuid = h.uuid().is_some();
+        let above = h.parent_uuid().map(str::to_string);
         let Some(branch) = branch_of(s, i) else {
             continue;
         };

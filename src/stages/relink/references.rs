@@ -13,7 +13,7 @@ pub(super) enum Fix {
 /// reference after it may point at (the nearest earlier one).
 pub(super) fn is_main(s: &Session<'_>, i: usize) -> bool {
     s.header(i)
-        .is_some_and(|h| h.uuid.is_some() && !h.is_sidechain && is_conversational(h))
+        .is_some_and(|h| h.uuid().is_some() && !h.is_sidechain && is_conversational(h))
 }
 
 /// True when record `i` may contain `key` (a byte search, unless the record is held as an
@@ -52,7 +52,7 @@ pub(super) fn fix_references(
         let has_compact_metadata = h.has_compact_metadata;
         let mut fixes: Vec<(&str, Fix)> = Vec::new();
         // Fields the header already holds.
-        if let Some(v) = h.logical_parent_uuid.as_deref() {
+        if let Some(v) = h.logical_parent_uuid() {
             if !s.by_uuid.contains_key(v) {
                 let fix = match tombstones.resolve(s, v) {
                     Resolution::Survivor(u) => Some(Fix::Set(u)),
@@ -65,7 +65,7 @@ pub(super) fn fix_references(
                 }
             }
         }
-        if let Some(v) = h.source_tool_assistant_uuid.as_deref() {
+        if let Some(v) = h.source_tool_assistant_uuid() {
             let untouched = touched_only && resolve(s, v) == Resolution::Unknown;
             if !s.by_uuid.contains_key(v) && !untouched {
                 let src = h
@@ -75,7 +75,7 @@ pub(super) fn fix_references(
                 fixes.push(("sourceToolAssistantUUID", src.map_or(Fix::Remove, Fix::Set)));
             }
         }
-        if let Some(v) = h.leaf_uuid.as_deref() {
+        if let Some(v) = h.leaf_uuid() {
             if !s.by_uuid.contains_key(v) {
                 match tombstones.resolve(s, v) {
                     Resolution::Survivor(u) => fixes.push(("leafUuid", Fix::Set(u))),

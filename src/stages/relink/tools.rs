@@ -7,7 +7,7 @@ use super::*;
 /// rejects such a message; a redaction that removed a record's only thinking block leaves one).
 pub(super) fn is_empty_message(s: &mut Session<'_>, i: usize) -> bool {
     let candidate = s.header(i).is_some_and(|h| {
-        h.kind.is_message() && h.uuid.is_some() && h.blocks.is_empty() && !h.content_is_text
+        h.kind.is_message() && h.uuid().is_some() && h.blocks().is_empty() && !h.content_is_text
     });
     candidate
         && s.records[i]
@@ -110,7 +110,7 @@ pub(super) fn last_pieces(s: &Session<'_>, wanted: &[usize]) -> HashMap<usize, u
     let key = |i: usize| -> Option<(String, Branch)> {
         let h = s.header(i)?;
         (h.kind == Kind::Assistant).then_some(())?;
-        Some((h.message_id.clone()?, branch_of(s, i)?))
+        Some((h.message_id().map(str::to_string)?, branch_of(s, i)?))
     };
     let mut messages: HashMap<(String, Branch), Vec<usize>> = HashMap::new();
     for &i in wanted {
@@ -172,15 +172,15 @@ pub(super) fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> R
     let mut todo: Vec<(usize, String)> = Vec::new();
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
-        if h.uuid.is_none() {
+        if h.uuid().is_none() {
             continue;
         }
         // Only client tools: a server_tool_use is answered inside the assistant message.
         todo.extend(
-            h.blocks
+            h.blocks()
                 .iter()
-                .filter(|b| b.kind == "tool_use")
-                .filter_map(|b| b.id.as_deref())
+                .filter(|b| b.kind() == "tool_use")
+                .filter_map(|b| b.id())
                 .filter(|id| !s.tool_results.contains_key(*id) && s.tool_uses.get(*id) == Some(&i))
                 .map(|id| (i, id.to_string())),
         );
@@ -215,13 +215,13 @@ pub(super) fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> R
     let mut leaves: HashMap<usize, Vec<usize>> = HashMap::new();
     for k in 0..s.records.len() {
         let Some(h) = s.header(k) else { continue };
-        if let Some(&a) = h.parent_uuid.as_deref().and_then(|p| anchor_uuids.get(p)) {
+        if let Some(&a) = h.parent_uuid().and_then(|p| anchor_uuids.get(p)) {
             if a != k {
                 children.entry(a).or_default().push(k);
             }
         }
         if h.kind == Kind::LastPrompt {
-            if let Some(&a) = h.leaf_uuid.as_deref().and_then(|l| anchor_uuids.get(l)) {
+            if let Some(&a) = h.leaf_uuid().and_then(|l| anchor_uuids.get(l)) {
                 leaves.entry(a).or_default().push(k);
             }
         }

@@ -121,11 +121,11 @@ impl Stage for SummarizeRange {
         }
         let kept_uuids: Vec<String> = kept
             .iter()
-            .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+            .filter_map(|&i| s.header(i).and_then(|h| h.uuid().map(str::to_string)))
             .collect();
         let removed_uuids: Vec<String> = removed
             .iter()
-            .filter_map(|&i| s.header(i).and_then(|h| h.uuid.clone()))
+            .filter_map(|&i| s.header(i).and_then(|h| h.uuid().map(str::to_string)))
             .collect();
         // The record whose envelope the summary takes and whose parent it hangs from (skipping
         // the range): the range's first message.
@@ -134,11 +134,13 @@ impl Stage for SummarizeRange {
             .copied()
             .find(|&i| {
                 s.header(i)
-                    .is_some_and(|h| !h.is_sidechain && is_conversational(h) && h.uuid.is_some())
+                    .is_some_and(|h| !h.is_sidechain && is_conversational(h) && h.uuid().is_some())
             })
             .unwrap_or(*removed.first().expect("a segment has records"));
         let in_range: HashSet<&str> = removed_uuids.iter().map(String::as_str).collect();
-        let mut parent = s.header(prompt).and_then(|h| h.parent_uuid.clone());
+        let mut parent = s
+            .header(prompt)
+            .and_then(|h| h.parent_uuid().map(str::to_string));
         let mut guard = 0;
         while let Some(p) = parent.clone().filter(|p| in_range.contains(p.as_str())) {
             guard += 1;
@@ -146,13 +148,13 @@ impl Stage for SummarizeRange {
                 .by_uuid
                 .get(&p)
                 .and_then(|&i| s.header(i))
-                .and_then(|h| h.parent_uuid.clone())
+                .and_then(|h| h.parent_uuid().map(str::to_string))
                 .filter(|_| guard <= removed.len());
         }
         let timestamp = removed
             .iter()
             .rev()
-            .find_map(|&i| s.header(i).and_then(|h| h.timestamp.clone()))
+            .find_map(|&i| s.header(i).and_then(|h| h.timestamp().map(str::to_string)))
             .unwrap_or_else(crate::io::clock::now);
         let line = s.records[prompt].line;
         let template = s.records[prompt]
@@ -187,7 +189,7 @@ impl Stage for SummarizeRange {
         let mut current: Option<String> = None;
         for &i in &plan.removed {
             let Some(h) = s.header(i) else { continue };
-            let u = h.uuid.clone();
+            let u = h.uuid().map(str::to_string);
             if kept.contains(&i) {
                 if current.is_some() && !h.is_sidechain && is_conversational(h) {
                     current = u.or(current);

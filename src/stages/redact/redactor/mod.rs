@@ -410,7 +410,7 @@ impl Redactor {
             return false;
         }
         let Some(h) = rec.header() else { return false };
-        let full = h.subtype.as_ref().map(|s| format!("{}/{s}", h.kind));
+        let full = h.subtype().as_ref().map(|s| format!("{}/{s}", h.kind));
         self.allow_types
             .iter()
             .any(|t| *t == h.kind.as_str() || Some(t) == full.as_ref())
