@@ -411,12 +411,14 @@ impl Redactor {
         let in_array = matches!(frames.last(), Some(Frame::Arr(_)));
         let raw = &line[tok.start..tok.end];
         let has = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
-        if st.pem.is_some_and(|d| d != frames.len() || !in_array) {
+        // Which array this string is in: depth and the frame around the array.
+        let array = (frames.len(), frames.len().checked_sub(2).map(|i| frames[i]));
+        if st.pem.is_some_and(|a| a != array || !in_array) {
             st.pem = None;
         }
         if st.pem.is_none() {
             if in_array && has(b"-----BEGIN ") && has(b"PRIVATE KEY") && !has(b"-----END ") {
-                st.pem = Some(frames.len());
+                st.pem = Some(array);
                 st.pem_reported = false;
             }
             return false;
@@ -583,8 +585,10 @@ pub(super) struct LineState {
     keys: std::collections::HashMap<usize, String>,
     /// Redacted keys per object (path of the object, key): how many so far.
     key_names: std::collections::BTreeMap<(Vec<Seg>, String), usize>,
-    /// Depth of the array whose strings carry an open private-key block, one line each.
-    pem: Option<usize>,
+    /// The array whose strings carry an open private-key block, one line each: its depth and
+    /// the frame that holds it (the member key or the index in its parent), so that a sibling
+    /// array at the same depth does not continue the block.
+    pem: Option<(usize, Option<Frame>)>,
     /// The open block has been reported.
     pem_reported: bool,
     findings: Vec<LineFinding>,
