@@ -83,9 +83,8 @@ pub(super) struct Teddy {
     /// Masks in use (2 per group).
     halves: usize,
     /// The same as byte tables (AVX-512 VBMI): per position `k` and 8 buckets, the bucket bits
-    /// of each byte value below 0x80 (folded by the table), and of any byte from 0x80.
+    /// of each byte value below 0x80 (folded by the table).
     exact: [[[u8; 128]; 4]; WINDOW],
-    high: [[u8; 4]; WINDOW],
     /// Use the byte tables ([`vbmi`]).
     pub(super) vbmi: bool,
     /// Per bucket: (anchor id, offset of its window in it).
@@ -109,7 +108,6 @@ impl Teddy {
             masks: [[[[0; 32]; 2]; 4]; WINDOW],
             halves: 2 * groups.len(),
             exact: [[[0; 128]; 4]; WINDOW],
-            high: [[0; 4]; WINDOW],
             vbmi: vbmi(),
             buckets: vec![Vec::new(); BUCKETS * groups.len()],
         };
@@ -200,7 +198,6 @@ impl Teddy {
                             for x in e.iter_mut() {
                                 *x |= bit;
                             }
-                            t.high[k][half] |= bit;
                         }
                     }
                 }
@@ -362,19 +359,17 @@ impl Teddy {
         let tabs: [[[__m512i; 2]; H]; WINDOW] = std::array::from_fn(|k| {
             std::array::from_fn(|h| [ld(&self.exact[k][h][..64]), ld(&self.exact[k][h][64..])])
         });
-        let high: [[__m512i; H]; WINDOW] = std::array::from_fn(|k| {
-            std::array::from_fn(|h| _mm512_set1_epi8(self.high[k][h] as i8))
-        });
         // Candidates of the 64 positions from `ptr` (which must have 64 + 3 readable bytes).
         let block = |ptr: *const u8| {
             let mut acc = [_mm512_set1_epi8(-1); H];
-            for k in 0..WINDOW {
+            for (k, tk) in tabs.iter().enumerate() {
                 // SAFETY: `ptr` has 64 + 3 readable bytes (see the callers).
                 let v = unsafe { _mm512_loadu_si512(ptr.add(k) as *const _) };
-                let sign = _mm512_movepi8_mask(v);
+                // A byte from 0x80 reads the entry of its low 7 bits: a superset of what it
+                // matches (only the open positions of short anchors, which every entry has),
+                // so at worst a candidate more.
                 for h in 0..H {
-                    let m = _mm512_permutex2var_epi8(tabs[k][h][0], v, tabs[k][h][1]);
-                    let m = _mm512_mask_blend_epi8(sign, m, high[k][h]);
+                    let m = _mm512_permutex2var_epi8(tk[h][0], v, tk[h][1]);
                     acc[h] = _mm512_and_si512(acc[h], m);
                 }
             }
