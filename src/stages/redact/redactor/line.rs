@@ -123,6 +123,88 @@ impl Redactor {
         if !full && val_hits.is_empty() && key_hits.is_empty() && !hidden && !key_hidden {
             return;
         }
+        // A string equal to one searched before in this line, with the same occurrences
+        // (tool output is kept twice: in the message and in `toolUseResult`), gives the same
+        // replacement and findings: they are copied, not searched for again. Only where the
+        // result cannot depend on where the string sits: a value whose member's key takes no
+        // part, and no allowlisted paths.
+        let memo = !full
+            && !tok.is_key
+            && key_hits.is_empty()
+            && !key_hidden
+            && self.allow_paths.is_empty()
+            && e - s >= MEMO_MIN_LEN;
+        let rel: Vec<(u32, usize)> = if memo {
+            val_hits.iter().map(|h| (h.rule, h.pos - s)).collect()
+        } else {
+            Vec::new()
+        };
+        if memo {
+            let same = st.memo.iter().position(|m| {
+                m.e - m.s == e - s
+                    && m.flags == tok.flags
+                    && m.nested == nested_escape
+                    && m.hits == rel
+                    && line[m.s..m.e] == line[s..e]
+            });
+            if let Some(i) = same {
+                let p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
+                let m = &st.memo[i];
+                for (rule, offset, len, fp) in &m.findings {
+                    st.findings.push(LineFinding {
+                        rule: *rule,
+                        path: Some(p.clone()),
+                        offset: *offset,
+                        len: *len,
+                        fingerprint: fp.clone(),
+                    });
+                }
+                if let Some(k) = m.edit {
+                    let enc = st.edits[k].2.clone();
+                    push_blocks(&p, &mut st.blocks);
+                    st.edits.push((s, e, enc));
+                }
+                return;
+            }
+        }
+        let (f0, e0) = (st.findings.len(), st.edits.len());
+        self.string_search(
+            line, tok, frames, val_hits, &key_hits, key, hidden, key_hidden, full, st,
+        );
+        if memo && st.ok && st.memo.len() < MEMO_MAX {
+            let findings = st.findings[f0..]
+                .iter()
+                .map(|f| (f.rule, f.offset, f.len, f.fingerprint.clone()))
+                .collect();
+            let edit = (st.edits.len() > e0).then(|| st.edits.len() - 1);
+            st.memo.push(Memo {
+                s,
+                e,
+                flags: tok.flags,
+                nested: nested_escape,
+                hits: rel,
+                findings,
+                edit,
+            });
+        }
+    }
+
+    /// The search of one string (see [`Redactor::string`]).
+    #[allow(clippy::too_many_arguments)]
+    fn string_search(
+        &self,
+        line: &[u8],
+        tok: &Tok,
+        frames: &[Frame],
+        val_hits: &[Hit],
+        key_hits: &[Hit],
+        key: Option<(usize, usize, u8)>,
+        hidden: bool,
+        key_hidden: bool,
+        full: bool,
+        st: &mut LineState,
+    ) {
+        let (s, e) = (tok.start, tok.end);
         let Some(text) = decoded(&line[s..e], tok.flags) else {
             st.ok = false;
             return;
@@ -194,7 +276,7 @@ impl Redactor {
                 self.engine.find(&cur, &mut hits, &mut found);
             }
             if let Some((k, kf, ks)) = &ktext {
-                self.field(k, &cur, *kf, &key_hits, *ks, full, &mut found);
+                self.field(k, &cur, *kf, key_hits, *ks, full, &mut found);
             }
             self.finish(&cur, &mut found);
             if found.is_empty() {
@@ -243,11 +325,7 @@ impl Redactor {
                 }
             }
         }
-        for (i, seg) in path.iter().enumerate() {
-            if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
-                st.blocks.push(path[..i + 2].to_vec());
-            }
-        }
+        push_blocks(&path, &mut st.blocks);
         let mut enc = Vec::with_capacity(cur.len() + 16);
         json::encode(&cur, &mut enc);
         st.edits.push((s, e, enc));
@@ -555,6 +633,34 @@ impl Redactor {
     }
 }
 
+/// Strings shorter than this are searched again rather than looked up.
+const MEMO_MIN_LEN: usize = 64;
+/// Searched strings remembered per line (a lookup compares lengths first).
+const MEMO_MAX: usize = 64;
+
+/// A string searched in this line, and what came of it.
+pub(super) struct Memo {
+    s: usize,
+    e: usize,
+    flags: u8,
+    nested: bool,
+    /// Occurrences (rule, offset in the string).
+    hits: Vec<(u32, usize)>,
+    /// Findings (rule, offset, length, fingerprint).
+    findings: Vec<(usize, usize, usize, String)>,
+    /// Index of its edit in `LineState::edits`.
+    edit: Option<usize>,
+}
+
+/// Content blocks (`…content[i]`) on `path`: a change there removes a thinking block.
+fn push_blocks(path: &[Seg], blocks: &mut Vec<Vec<Seg>>) {
+    for (i, seg) in path.iter().enumerate() {
+        if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
+            blocks.push(path[..i + 2].to_vec());
+        }
+    }
+}
+
 /// Offsets of the escape hits among `hits`, sorted.
 pub(super) fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
     out.extend(
@@ -589,6 +695,8 @@ pub(super) struct LineState {
     pem_reported: bool,
     findings: Vec<LineFinding>,
     blocks: Vec<Vec<Seg>>,
+    /// Strings searched so far (see [`Redactor::string`]).
+    memo: Vec<Memo>,
     /// False once a string could not be decoded: the line is then redacted as text.
     ok: bool,
 }
@@ -603,6 +711,7 @@ impl Default for LineState {
             pem_reported: false,
             findings: Vec::new(),
             blocks: Vec::new(),
+            memo: Vec::new(),
             ok: true,
         }
     }
