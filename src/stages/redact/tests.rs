@@ -1164,6 +1164,29 @@ fn a_string_repeated_in_a_line_is_redacted_at_every_place() {
 }
 
 #[test]
+fn a_plain_string_is_edited_where_its_secrets_are() {
+    // A string without escapes is edited at its secrets only (the rest of a long string is not
+    // copied and re-encoded); the bytes come out as re-encoding the whole string gives them.
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(5);
+    let t1 = ["ghp_", &g.s(36, ALNUM)].concat();
+    let t2 = ["ghp_", &g.s(36, ALNUM)].concat();
+    let mid = "é ".repeat(5000);
+    let line = format!(r#"{{"a":"x {t1} {mid} {t2} y","b":"ok"}}"#);
+    let out = r.redact_line(line.as_bytes()).line.unwrap();
+    let want =
+        format!(r#"{{"a":"x [REDACTED:github-pat] {mid} [REDACTED:github-pat] y","b":"ok"}}"#);
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+    // A raw control byte (invalid JSON, read leniently) is re-encoded with the whole string.
+    let line = format!("{{\"a\":\"x {t1}\ty\"}}");
+    let out = r.redact_line(line.as_bytes()).line.unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        r#"{"a":"x [REDACTED:github-pat]\ty"}"#
+    );
+}
+
+#[test]
 fn secrets_hidden_by_escapes_are_found() {
     let r = Redactor::new(&RedactOptions::default()).unwrap();
     // `g` written as \u0067 and `/` as \/.

@@ -159,10 +159,14 @@ impl Redactor {
                         fingerprint: fp.clone(),
                     });
                 }
-                if let Some(k) = m.edit {
-                    let enc = st.edits[k].2.clone();
+                if !m.edits.is_empty() {
                     push_blocks(&p, &mut st.blocks);
-                    st.edits.push((s, e, enc));
+                }
+                // The same edits, moved to this copy.
+                for k in m.edits.clone() {
+                    let (a, b, enc) = &st.edits[k];
+                    let moved = (a - m.s + s, b - m.s + s, enc.clone());
+                    st.edits.push(moved);
                 }
                 return;
             }
@@ -176,7 +180,7 @@ impl Redactor {
                 .iter()
                 .map(|f| (f.rule, f.offset, f.len, f.fingerprint.clone()))
                 .collect();
-            let edit = (st.edits.len() > e0).then(|| st.edits.len() - 1);
+            let edits = e0..st.edits.len();
             st.memo.push(Memo {
                 s,
                 e,
@@ -184,7 +188,7 @@ impl Redactor {
                 nested: nested_escape,
                 hits: rel,
                 findings,
-                edit,
+                edits,
             });
         }
     }
@@ -224,6 +228,11 @@ impl Redactor {
         // Replacing one secret can uncover a match another hid (a greedy token class that ate
         // the next key's BEGIN line): search again until nothing is found, so that a second
         // run finds nothing.
+        // The replacements so far in the string's own coordinates (start, end, placeholder),
+        // sorted, while the string is only changed by them: the edit is then those few bytes,
+        // not the whole string re-encoded (a 100 MB string with one key needs no second and
+        // third copy). None once something else changed it.
+        let mut reps: Option<Vec<(usize, usize, Vec<u8>)>> = Some(Vec::new());
         let mut cur = text;
         let mut path: Option<Vec<Seg>> = None;
         let path_of = |st: &LineState| {
@@ -253,6 +262,7 @@ impl Redactor {
                     st.findings.push(f);
                 }
                 cur = std::borrow::Cow::Owned(new);
+                reps = None;
             }
         }
         for round in 0..MAX_ROUNDS {
@@ -295,10 +305,16 @@ impl Redactor {
                     fingerprint: self.fingerprint(&cur[f.start..f.end]),
                 });
             }
+            if let Some(r) = &mut reps {
+                if !track(r, &found, |f| self.placeholder(&cur, f)) {
+                    reps = None;
+                }
+            }
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
         let Some(mut path) = path else { return };
         if tok.is_key {
+            reps = None;
             // Two secret keys of one object must not become the same key (a parser would keep
             // only the last member): later ones get `#2`, `#3`, ….
             let mut parent = path.clone();
@@ -326,8 +342,20 @@ impl Redactor {
             }
         }
         push_blocks(&path, &mut st.blocks);
+        // The raw string is the text as it is (no escapes) and reads the same re-encoded: the
+        // re-encoded new string is the raw one with each placeholder (encoded) in its place.
+        if let Some(reps) = reps.filter(|_| tok.flags == 0 && plain(&line[s..e])) {
+            drop(cur);
+            for (a, b, ph) in reps {
+                let mut enc = Vec::with_capacity(ph.len());
+                json::encode(&ph, &mut enc);
+                st.edits.push((s + a, s + b, enc));
+            }
+            return;
+        }
         let mut enc = Vec::with_capacity(cur.len() + 16);
         json::encode(&cur, &mut enc);
+        drop(cur);
         st.edits.push((s, e, enc));
     }
 
@@ -568,24 +596,35 @@ impl Redactor {
         scan::resolve(found, &masks);
     }
 
+    /// The placeholder that replaces the secret `f` of `text`.
+    pub(super) fn placeholder(&self, text: &[u8], f: &Found) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.put_placeholder(text, f, &mut out);
+        out
+    }
+
+    fn put_placeholder(&self, text: &[u8], f: &Found, out: &mut Vec<u8>) {
+        for p in &self.template {
+            match p {
+                Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                Part::Rule => {
+                    out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
+                }
+                Part::Hash => {
+                    // `{hash}` is refused without a configured key.
+                    let k = self.key.as_deref().unwrap_or_default();
+                    out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
+                }
+            }
+        }
+    }
+
     pub(super) fn replace(&self, text: &[u8], found: &[Found]) -> Vec<u8> {
         let mut out = Vec::with_capacity(text.len());
         let mut at = 0;
         for f in found {
             out.extend_from_slice(&text[at..f.start]);
-            for p in &self.template {
-                match p {
-                    Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
-                    Part::Rule => {
-                        out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
-                    }
-                    Part::Hash => {
-                        // `{hash}` is refused without a configured key.
-                        let k = self.key.as_deref().unwrap_or_default();
-                        out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
-                    }
-                }
-            }
+            self.put_placeholder(text, f, &mut out);
             at = f.end;
         }
         out.extend_from_slice(&text[at..]);
@@ -633,6 +672,50 @@ impl Redactor {
     }
 }
 
+/// Add this round's replacements `found` (sorted, disjoint, in the coordinates of the string
+/// as the earlier replacements left it) to `reps` (in the original string's coordinates).
+/// False when one touches an earlier placeholder: the string is then edited whole.
+fn track(
+    reps: &mut Vec<(usize, usize, Vec<u8>)>,
+    found: &[Found],
+    placeholder: impl Fn(&Found) -> Vec<u8>,
+) -> bool {
+    let mut new = Vec::with_capacity(reps.len() + found.len());
+    let mut old = std::mem::take(reps).into_iter().peekable();
+    // Current position minus original position, over the replacements passed so far.
+    let mut delta: isize = 0;
+    for f in found {
+        while let Some((a, b, ph)) = old.peek() {
+            let (na, nb) = (
+                (*a as isize + delta) as usize,
+                (*a as isize + delta) as usize + ph.len(),
+            );
+            if nb <= f.start {
+                delta += ph.len() as isize - (*b - *a) as isize;
+                new.push(old.next().expect("peeked"));
+            } else if na >= f.end {
+                break;
+            } else {
+                return false;
+            }
+        }
+        let a = (f.start as isize - delta) as usize;
+        let b = (f.end as isize - delta) as usize;
+        new.push((a, b, placeholder(f)));
+    }
+    new.extend(old);
+    *reps = new;
+    true
+}
+
+/// The raw bytes of a string read the same when its text is encoded again: no byte that
+/// [`json::encode`] escapes (controls; `"` and `\\` cannot occur unescaped) and no 0xED (which
+/// may start an encoded surrogate).
+fn plain(raw: &[u8]) -> bool {
+    !raw.iter()
+        .any(|&c| c < 0x20 || c == b'"' || c == b'\\' || c == 0xED)
+}
+
 /// Strings shorter than this are searched again rather than looked up.
 const MEMO_MIN_LEN: usize = 64;
 /// Searched strings remembered per line (a lookup compares lengths first).
@@ -648,8 +731,8 @@ pub(super) struct Memo {
     hits: Vec<(u32, usize)>,
     /// Findings (rule, offset, length, fingerprint).
     findings: Vec<(usize, usize, usize, String)>,
-    /// Index of its edit in `LineState::edits`.
-    edit: Option<usize>,
+    /// Its edits in `LineState::edits`.
+    edits: std::ops::Range<usize>,
 }
 
 /// Content blocks (`…content[i]`) on `path`: a change there removes a thinking block.
