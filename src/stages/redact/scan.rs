@@ -566,9 +566,15 @@ impl Engine {
                 None => teddy.push(a),
             }
         }
-        let fused = if teddy::available() {
+        // `CCHIST_REDACT_PREFILTER=avx2` or `=passes` picks a slower path than the CPU allows
+        // (to measure and compare them).
+        let pick = std::env::var("CCHIST_REDACT_PREFILTER").unwrap_or_default();
+        let fused = if teddy::available() && pick != "passes" {
             let special: Vec<u32> = chosen.iter().map(|c| c.0).collect();
-            Teddy::new(&anchors, &[&teddy, &special])
+            Teddy::new(&anchors, &[&teddy, &special]).map(|mut t| {
+                t.vbmi &= pick != "avx2";
+                t
+            })
         } else {
             None
         };
