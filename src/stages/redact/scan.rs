@@ -1,8 +1,9 @@
 //! The matching engine: a raw-bytes keyword prefilter and the per-rule regex search.
 //!
 //! **Prefilter.** Every keyword of every rule is folded (`byte | 0x20`, which maps upper- to
-//! lower-case letters) and searched for in the folded text with SIMD Teddy searchers of at most
-//! 16 patterns each (`aho_corasick::packed`). A keyword contained in a longer one serves as the
+//! lower-case letters) and its anchor is searched for in one SIMD pass over the text as it is
+//! ([`super::teddy`]); on a CPU without AVX2, in the folded text with SIMD Teddy searchers of at
+//! most 16 patterns each (`aho_corasick::packed`) and a pass over rare punctuation bytes. A keyword contained in a longer one serves as the
 //! longer one's anchor. Each occurrence is then checked exactly (case-sensitively unless the
 //! keyword is case-insensitive) and its rule's [`Confirm`] looks at what follows it. Folding
 //! and the checks are exact supersets, so an occurrence a rule could start a match from is
@@ -1055,8 +1056,29 @@ mod tests {
             .collect();
         let mut engine = Engine::new(rules, specs);
         let filler: &[&[u8]] = &[
-            b"a", b"_", b"-", b".", b"~", b"^", b"=", b"\x7f", b" ", b"x_", b"_x", b"p_a", b"sk",
-            b"9", b"GH", b"\"", b"\n",
+            b"a",
+            b"_",
+            b"-",
+            b".",
+            b"~",
+            b"^",
+            b"=",
+            b"\x7f",
+            b" ",
+            b"x_",
+            b"_x",
+            b"p_a",
+            b"sk",
+            b"9",
+            b"GH",
+            b"\"",
+            b"\n",
+            // Bytes from 0x80 whose low 7 bits are a letter of an anchor (the byte tables read
+            // them so), and UTF-8.
+            b"\xc1",
+            b"\xeb",
+            b"\xcb\xd9",
+            "é…".as_bytes(),
         ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut rnd = |n: usize| {
