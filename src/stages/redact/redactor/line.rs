@@ -620,7 +620,19 @@ impl Redactor {
     }
 
     pub(super) fn replace(&self, text: &[u8], found: &[Found]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(text.len());
+        // Room for placeholders longer than their secrets (`[REDACTED:aws-access-key-id]` for
+        // a 20-byte key): a vector grown past its capacity doubles, and a 100 MB string would
+        // take 200 MB.
+        let per: usize = self
+            .template
+            .iter()
+            .map(|p| match p {
+                Part::Lit(s) => s.len(),
+                Part::Rule => 80,
+                Part::Hash => 8,
+            })
+            .sum();
+        let mut out = Vec::with_capacity(text.len() + found.len() * per);
         let mut at = 0;
         for f in found {
             out.extend_from_slice(&text[at..f.start]);
