@@ -40,7 +40,10 @@ impl Redactor {
         } else {
             raw_hits.last().map_or(0, |h| h.pos)
         };
-        let mut st = LineState::default();
+        let mut st = LineState {
+            memo_budget: line.len(),
+            ..LineState::default()
+        };
         let walked = json::walk_until(line, stop, |tok, frames| {
             if !st.ok {
                 return;
@@ -140,12 +143,20 @@ impl Redactor {
             Vec::new()
         };
         if memo {
+            // Byte comparisons are bounded by the line's length (`memo_budget`), so that many
+            // long strings that differ only at their ends cannot make a line quadratic.
+            let budget = &mut st.memo_budget;
             let same = st.memo.iter().position(|m| {
-                m.e - m.s == e - s
-                    && m.flags == tok.flags
-                    && m.nested == nested_escape
-                    && m.hits == rel
-                    && line[m.s..m.e] == line[s..e]
+                if m.e - m.s != e - s
+                    || m.flags != tok.flags
+                    || m.nested != nested_escape
+                    || m.hits != rel
+                    || *budget < e - s
+                {
+                    return false;
+                }
+                *budget -= e - s;
+                line[m.s..m.e] == line[s..e]
             });
             if let Some(i) = same {
                 let p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
@@ -792,6 +803,8 @@ pub(super) struct LineState {
     blocks: Vec<Vec<Seg>>,
     /// Strings searched so far (see [`Redactor::string`]).
     memo: Vec<Memo>,
+    /// Bytes the memo lookups may still compare in this line.
+    memo_budget: usize,
     /// False once a string could not be decoded: the line is then redacted as text.
     ok: bool,
 }
@@ -807,6 +820,7 @@ impl Default for LineState {
             findings: Vec::new(),
             blocks: Vec::new(),
             memo: Vec::new(),
+            memo_budget: 0,
             ok: true,
         }
     }
