@@ -46,6 +46,7 @@ pub mod json;
 mod redactor;
 pub mod rules;
 pub mod scan;
+mod teddy;
 
 use std::path::{Path, PathBuf};
 

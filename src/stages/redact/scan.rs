@@ -1,8 +1,9 @@
 //! The matching engine: a raw-bytes keyword prefilter and the per-rule regex search.
 //!
 //! **Prefilter.** Every keyword of every rule is folded (`byte | 0x20`, which maps upper- to
-//! lower-case letters) and searched for in the folded text with SIMD Teddy searchers of at most
-//! 16 patterns each (`aho_corasick::packed`). A keyword contained in a longer one serves as the
+//! lower-case letters) and its anchor is searched for in one SIMD pass over the text as it is
+//! ([`super::teddy`]); on a CPU without AVX2, in the folded text with SIMD Teddy searchers of at
+//! most 16 patterns each (`aho_corasick::packed`) and a pass over rare punctuation bytes. A keyword contained in a longer one serves as the
 //! longer one's anchor. Each occurrence is then checked exactly (case-sensitively unless the
 //! keyword is case-insensitive) and its rule's [`Confirm`] looks at what follows it. Folding
 //! and the checks are exact supersets, so an occurrence a rule could start a match from is
@@ -26,6 +27,7 @@ use regex_automata::Input;
 use super::checks::{placeholder, Check, Ctx};
 use super::confirm::confirm;
 use super::rules::{Confirm, Kw};
+use super::teddy::{self, Teddy};
 
 /// A compiled rule.
 #[derive(Debug)]
@@ -280,6 +282,11 @@ pub struct Engine {
     sets: Vec<AnchorSet>,
     /// Anchors holding a rare punctuation byte, found from that byte (see [`Special`]).
     special: Option<Special>,
+    /// The one-pass filter over the text as it is, when the CPU and the anchors allow it
+    /// (else the passes of `sets` and `special` over a folded copy).
+    fused: Option<Teddy>,
+    /// Folded anchors.
+    anchors: Vec<Vec<u8>>,
 }
 
 /// Bytes rare in transcripts (0.01 to 1.2 % of the shared corpus), folded, rarest first. An
@@ -386,10 +393,11 @@ impl Special {
         }
     }
 
-    /// Report the anchors holding their special byte at `folded[p]`, if it is one.
+    /// Report the anchors holding their special byte at `folded[p]`, if it is one. `folded`
+    /// may also be the text as it is: every byte read is folded here (folding is idempotent).
     #[inline(always)]
     fn at(&self, folded: &[u8], p: usize, report: &mut impl FnMut(usize, usize)) {
-        let c = folded[p];
+        let c = fold(folded[p]);
         let ci = self.class[c as usize];
         if ci == NONE {
             return;
@@ -397,10 +405,15 @@ impl Special {
         let ci = ci as usize;
         if !self.always[ci] {
             let (b2, b1, a1, a2) = if p >= 2 && p + 2 < folded.len() {
-                (folded[p - 2], folded[p - 1], folded[p + 1], folded[p + 2])
+                (
+                    fold(folded[p - 2]),
+                    fold(folded[p - 1]),
+                    fold(folded[p + 1]),
+                    fold(folded[p + 2]),
+                )
             } else {
                 // Near an end: a missing byte is 0, which no anchor holds.
-                let at = |i: Option<usize>| i.and_then(|i| folded.get(i)).copied().unwrap_or(0);
+                let at = |i: Option<usize>| i.and_then(|i| folded.get(i)).map_or(0, |&b| fold(b));
                 (
                     at(p.checked_sub(2)),
                     at(p.checked_sub(1)),
@@ -426,7 +439,7 @@ impl Special {
             };
             let an = &self.anchors[a as usize];
             // The first byte rules out most entries without a call to memcmp.
-            if folded[start] == an[0] && folded[start..].starts_with(an) {
+            if fold(folded[start]) == an[0] && folded_eq(&folded[start..], an) {
                 report(start, a as usize);
             }
         }
@@ -470,8 +483,15 @@ thread_local! {
     static FOLDED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
+#[inline(always)]
 fn fold(b: u8) -> u8 {
     b | 0x20
+}
+
+/// `text` starts with the folded `anchor` once folded.
+#[inline(always)]
+pub(super) fn folded_eq(text: &[u8], anchor: &[u8]) -> bool {
+    text.len() >= anchor.len() && text.iter().zip(anchor).all(|(&t, &a)| fold(t) == a)
 }
 
 impl Engine {
@@ -547,6 +567,18 @@ impl Engine {
                 None => teddy.push(a),
             }
         }
+        // `CCHIST_REDACT_PREFILTER=avx2` or `=passes` picks a slower path than the CPU allows
+        // (to measure and compare them).
+        let pick = std::env::var("CCHIST_REDACT_PREFILTER").unwrap_or_default();
+        let fused = if teddy::available() && pick != "passes" {
+            let special: Vec<u32> = chosen.iter().map(|c| c.0).collect();
+            Teddy::new(&anchors, &[&teddy, &special]).map(|mut t| {
+                t.vbmi &= pick != "avx2";
+                t
+            })
+        } else {
+            None
+        };
         let special = (!chosen.is_empty()).then(|| Special::new(SPECIAL_BYTES, &anchors, chosen));
         let (short, mut by_len): (Vec<u32>, Vec<u32>) = teddy
             .into_iter()
@@ -589,6 +621,8 @@ impl Engine {
             uses,
             sets,
             special,
+            fused,
+            anchors,
         }
     }
 
@@ -609,6 +643,53 @@ impl Engine {
     /// escape that could hide a keyword adds a hit with rule [`ESCAPE`]; otherwise `text` is
     /// decoded text.
     pub fn hits(&self, text: &[u8], raw: bool, out: &mut Vec<Hit>) {
+        if self.sets.is_empty() && self.special.is_none() {
+            return;
+        }
+        if let Some(td) = &self.fused {
+            return self.hits_fused(td, text, raw, out);
+        }
+        self.hits_passes(text, raw, out);
+    }
+
+    /// [`Engine::hits`] by the one-pass filter.
+    fn hits_fused(&self, td: &Teddy, text: &[u8], raw: bool, out: &mut Vec<Hit>) {
+        struct S<'a> {
+            e: &'a Engine,
+            td: &'a Teddy,
+            text: &'a [u8],
+            raw: bool,
+            out: &'a mut Vec<Hit>,
+        }
+        impl teddy::Sink for S<'_> {
+            #[inline(always)]
+            fn teddy(&mut self, p: usize, b: usize) {
+                for en in self.td.bucket(b) {
+                    let Some(start) = p.checked_sub(en.off as usize) else {
+                        continue;
+                    };
+                    let a = en.anchor as usize;
+                    if en.at(self.text, start, &self.e.anchors[a]) {
+                        self.e.verify(self.text, self.raw, start, a, self.out);
+                    }
+                }
+            }
+        }
+        td.scan(
+            text,
+            &mut S {
+                e: self,
+                td,
+                text,
+                raw,
+                out,
+            },
+        );
+    }
+
+    /// [`Engine::hits`] by the Teddy passes and the special pass over a folded copy (a CPU
+    /// without AVX2, or anchors the one-pass filter does not take).
+    pub fn hits_passes(&self, text: &[u8], raw: bool, out: &mut Vec<Hit>) {
         if self.sets.is_empty() && self.special.is_none() {
             return;
         }
@@ -973,10 +1054,31 @@ mod tests {
                 }]
             })
             .collect();
-        let engine = Engine::new(rules, specs);
+        let mut engine = Engine::new(rules, specs);
         let filler: &[&[u8]] = &[
-            b"a", b"_", b"-", b".", b"~", b"^", b"=", b"\x7f", b" ", b"x_", b"_x", b"p_a", b"sk",
-            b"9", b"GH", b"\"", b"\n",
+            b"a",
+            b"_",
+            b"-",
+            b".",
+            b"~",
+            b"^",
+            b"=",
+            b"\x7f",
+            b" ",
+            b"x_",
+            b"_x",
+            b"p_a",
+            b"sk",
+            b"9",
+            b"GH",
+            b"\"",
+            b"\n",
+            // Bytes from 0x80 whose low 7 bits are a letter of an anchor (the byte tables read
+            // them so), and UTF-8.
+            b"\xc1",
+            b"\xeb",
+            b"\xcb\xd9",
+            "é…".as_bytes(),
         ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let mut rnd = |n: usize| {
@@ -1003,18 +1105,49 @@ mod tests {
                 }
             }
             if round % 7 == 0 {
-                // Long enough for the 32-byte SIMD blocks, a keyword across a block edge.
-                let pad = 20 + rnd(40);
+                // Long enough for the 32- and 64-byte SIMD blocks, a keyword across a block
+                // edge, near the end of a block, in the padded tail.
+                let pad = 20 + rnd(150);
                 text.splice(0..0, std::iter::repeat(b'z').take(pad));
+                if rnd(2) == 0 {
+                    let (k, _) = &kws[rnd(kws.len())];
+                    text.extend_from_slice(k);
+                    text.extend(std::iter::repeat(b'\xff').take(rnd(70)));
+                }
             }
-            let mut got = Vec::new();
-            engine.hits(&text, false, &mut got);
-            got.sort_unstable();
-            got.dedup();
             let mut want = naive(&kws, &text);
             want.sort_unstable();
             want.dedup();
-            assert_eq!(got, want, "text {:?}", String::from_utf8_lossy(&text));
+            // Every path: the one-pass filter with byte tables (AVX-512 VBMI) and with nibble
+            // masks (AVX2), and the passes over a folded copy.
+            let fused = engine.fused.take();
+            for path in 0..3 {
+                let mut td = None;
+                if path < 2 {
+                    if let Some(mut t) = fused.clone() {
+                        if path == 1 {
+                            t.vbmi = false;
+                        } else if !t.vbmi {
+                            continue;
+                        }
+                        td = Some(t);
+                    } else {
+                        continue;
+                    }
+                }
+                engine.fused = td;
+                let mut got = Vec::new();
+                engine.hits(&text, false, &mut got);
+                got.sort_unstable();
+                got.dedup();
+                assert_eq!(
+                    got,
+                    want,
+                    "path {path}, text {:?}",
+                    String::from_utf8_lossy(&text)
+                );
+            }
+            engine.fused = fused;
         }
     }
 

@@ -1125,6 +1125,68 @@ fn only_changed_strings_are_spliced() {
 }
 
 #[test]
+fn a_string_repeated_in_a_line_is_redacted_at_every_place() {
+    // Tool output is kept twice (message content and `toolUseResult`): the second copy takes
+    // the first one's result. Each copy is reported at its own path, redacted alike, and the
+    // result is what the full scan gives; a copy under a secret-named key (where a member rule
+    // may see more) and one inside thinking are searched on their own.
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(11);
+    let t = ["ghp_", &g.s(36, ALNUM)].concat();
+    let body = format!("build ok\\nGITHUB_TOKEN={t}\\nDEBUG=1\\nmore output that is long enough");
+    let line = format!(
+        r#"{{"message":{{"content":[{{"type":"tool_result","content":"{body}"}},{{"type":"thinking","thinking":"{body}"}}]}},"toolUseResult":{{"stdout":"{body}","password":"{body}"}},"x":"{body}"}}"#
+    );
+    let res = r.redact_line(line.as_bytes());
+    assert_eq!(res, r.redact_line_unfiltered(line.as_bytes()));
+    let out = String::from_utf8(res.line.clone().unwrap()).unwrap();
+    assert!(!out.contains(&t), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let first = v["message"]["content"][0]["content"].as_str().unwrap();
+    for p in ["/message/content/1/thinking", "/toolUseResult/stdout", "/x"] {
+        assert_eq!(v.pointer(p).unwrap().as_str().unwrap(), first, "{p}");
+    }
+    let paths: Vec<String> = res
+        .findings
+        .iter()
+        .map(|f| json::render(f.path.as_ref().unwrap()))
+        .collect();
+    for p in [
+        "$.message.content[0].content",
+        "$.message.content[1].thinking",
+        "$.toolUseResult.stdout",
+        "$.toolUseResult.password",
+        "$.x",
+    ] {
+        assert!(paths.iter().any(|x| x == p), "{p} not in {paths:?}");
+    }
+    assert_eq!(res.blocks.len(), 2, "{:?}", res.blocks);
+}
+
+#[test]
+fn a_plain_string_is_edited_where_its_secrets_are() {
+    // A string without escapes is edited at its secrets only (the rest of a long string is not
+    // copied and re-encoded); the bytes come out as re-encoding the whole string gives them.
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(5);
+    let t1 = ["ghp_", &g.s(36, ALNUM)].concat();
+    let t2 = ["ghp_", &g.s(36, ALNUM)].concat();
+    let mid = "é ".repeat(5000);
+    let line = format!(r#"{{"a":"x {t1} {mid} {t2} y","b":"ok"}}"#);
+    let out = r.redact_line(line.as_bytes()).line.unwrap();
+    let want =
+        format!(r#"{{"a":"x [REDACTED:github-pat] {mid} [REDACTED:github-pat] y","b":"ok"}}"#);
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+    // A raw control byte (invalid JSON, read leniently) is re-encoded with the whole string.
+    let line = format!("{{\"a\":\"x {t1}\ty\"}}");
+    let out = r.redact_line(line.as_bytes()).line.unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        r#"{"a":"x [REDACTED:github-pat]\ty"}"#
+    );
+}
+
+#[test]
 fn secrets_hidden_by_escapes_are_found() {
     let r = Redactor::new(&RedactOptions::default()).unwrap();
     // `g` written as \u0067 and `/` as \/.

@@ -186,49 +186,50 @@ pub fn placeholder(s: &[u8]) -> bool {
         return true;
     }
     let lower = s.to_ascii_lowercase();
-    let has = |needle: &[u8]| memchr::memmem::find(&lower, needle).is_some();
     // AWS's documented example keys (`AKIAIOSFODNN7EXAMPLE`, `…EXAMPLEKEY`) and their kin.
     if lower.ends_with(b"example") || lower.ends_with(b"examplekey") {
         return true;
     }
-    if has(b"xxxx")
-        || has(b"****")
-        || has(b"...")
-        || has("…".as_bytes())
-        || has(b"<")
-        || has(b"{{")
-        || has(b"${")
-    {
+    // Masks, templates and placeholder words anywhere in the value: one automaton pass (it
+    // was 30 memmem searches, a tenth of the time on secret-dense input).
+    static MARKERS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    let markers = MARKERS.get_or_init(|| {
+        aho_corasick::AhoCorasick::new([
+            &b"xxxx"[..],
+            b"****",
+            b"...",
+            "…".as_bytes(),
+            b"<",
+            b"{{",
+            b"${",
+            b"your_",
+            b"your-",
+            b"yourapi",
+            b"yourkey",
+            b"yoursecret",
+            b"yourtoken",
+            b"yourpass",
+            b"changeme",
+            b"change_me",
+            b"change-me",
+            b"replace_me",
+            b"replace-me",
+            b"replaceme",
+            b"placeholder",
+            b"redacted",
+            b"dummy",
+            b"notreal",
+            b"not_real",
+            b"not-a-real",
+            b"fake_",
+            b"fake-",
+            b"_here",
+            b"-here",
+        ])
+        .expect("fixed literals build")
+    });
+    if markers.is_match(&lower) {
         return true;
-    }
-    for marker in [
-        &b"your_"[..],
-        b"your-",
-        b"yourapi",
-        b"yourkey",
-        b"yoursecret",
-        b"yourtoken",
-        b"yourpass",
-        b"changeme",
-        b"change_me",
-        b"change-me",
-        b"replace_me",
-        b"replace-me",
-        b"replaceme",
-        b"placeholder",
-        b"redacted",
-        b"dummy",
-        b"notreal",
-        b"not_real",
-        b"not-a-real",
-        b"fake_",
-        b"fake-",
-        b"_here",
-        b"-here",
-    ] {
-        if has(marker) {
-            return true;
-        }
     }
     matches!(
         lower.as_slice(),

@@ -40,7 +40,10 @@ impl Redactor {
         } else {
             raw_hits.last().map_or(0, |h| h.pos)
         };
-        let mut st = LineState::default();
+        let mut st = LineState {
+            memo_budget: line.len(),
+            ..LineState::default()
+        };
         let walked = json::walk_until(line, stop, |tok, frames| {
             if !st.ok {
                 return;
@@ -123,6 +126,100 @@ impl Redactor {
         if !full && val_hits.is_empty() && key_hits.is_empty() && !hidden && !key_hidden {
             return;
         }
+        // A string equal to one searched before in this line, with the same occurrences
+        // (tool output is kept twice: in the message and in `toolUseResult`), gives the same
+        // replacement and findings: they are copied, not searched for again. Only where the
+        // result cannot depend on where the string sits: a value whose member's key takes no
+        // part, and no allowlisted paths.
+        let memo = !full
+            && !tok.is_key
+            && key_hits.is_empty()
+            && !key_hidden
+            && self.allow_paths.is_empty()
+            && e - s >= MEMO_MIN_LEN;
+        let rel: Vec<(u32, usize)> = if memo {
+            val_hits.iter().map(|h| (h.rule, h.pos - s)).collect()
+        } else {
+            Vec::new()
+        };
+        if memo {
+            // Byte comparisons are bounded by the line's length (`memo_budget`), so that many
+            // long strings that differ only at their ends cannot make a line quadratic.
+            let budget = &mut st.memo_budget;
+            let same = st.memo.iter().position(|m| {
+                if m.e - m.s != e - s
+                    || m.flags != tok.flags
+                    || m.nested != nested_escape
+                    || m.hits != rel
+                    || *budget < e - s
+                {
+                    return false;
+                }
+                *budget -= e - s;
+                line[m.s..m.e] == line[s..e]
+            });
+            if let Some(i) = same {
+                let p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
+                let m = &st.memo[i];
+                for (rule, offset, len, fp) in &m.findings {
+                    st.findings.push(LineFinding {
+                        rule: *rule,
+                        path: Some(p.clone()),
+                        offset: *offset,
+                        len: *len,
+                        fingerprint: fp.clone(),
+                    });
+                }
+                if !m.edits.is_empty() {
+                    push_blocks(&p, &mut st.blocks);
+                }
+                // The same edits, moved to this copy.
+                for k in m.edits.clone() {
+                    let (a, b, enc) = &st.edits[k];
+                    let moved = (a - m.s + s, b - m.s + s, enc.clone());
+                    st.edits.push(moved);
+                }
+                return;
+            }
+        }
+        let (f0, e0) = (st.findings.len(), st.edits.len());
+        self.string_search(
+            line, tok, frames, val_hits, &key_hits, key, hidden, key_hidden, full, st,
+        );
+        if memo && st.ok && st.memo.len() < MEMO_MAX {
+            let findings = st.findings[f0..]
+                .iter()
+                .map(|f| (f.rule, f.offset, f.len, f.fingerprint.clone()))
+                .collect();
+            let edits = e0..st.edits.len();
+            st.memo.push(Memo {
+                s,
+                e,
+                flags: tok.flags,
+                nested: nested_escape,
+                hits: rel,
+                findings,
+                edits,
+            });
+        }
+    }
+
+    /// The search of one string (see [`Redactor::string`]).
+    #[allow(clippy::too_many_arguments)]
+    fn string_search(
+        &self,
+        line: &[u8],
+        tok: &Tok,
+        frames: &[Frame],
+        val_hits: &[Hit],
+        key_hits: &[Hit],
+        key: Option<(usize, usize, u8)>,
+        hidden: bool,
+        key_hidden: bool,
+        full: bool,
+        st: &mut LineState,
+    ) {
+        let (s, e) = (tok.start, tok.end);
         let Some(text) = decoded(&line[s..e], tok.flags) else {
             st.ok = false;
             return;
@@ -142,6 +239,11 @@ impl Redactor {
         // Replacing one secret can uncover a match another hid (a greedy token class that ate
         // the next key's BEGIN line): search again until nothing is found, so that a second
         // run finds nothing.
+        // The replacements so far in the string's own coordinates (start, end, placeholder),
+        // sorted, while the string is only changed by them: the edit is then those few bytes,
+        // not the whole string re-encoded (a 100 MB string with one key needs no second and
+        // third copy). None once something else changed it.
+        let mut reps: Option<Vec<(usize, usize, Vec<u8>)>> = Some(Vec::new());
         let mut cur = text;
         let mut path: Option<Vec<Seg>> = None;
         let path_of = |st: &LineState| {
@@ -171,6 +273,7 @@ impl Redactor {
                     st.findings.push(f);
                 }
                 cur = std::borrow::Cow::Owned(new);
+                reps = None;
             }
         }
         for round in 0..MAX_ROUNDS {
@@ -194,7 +297,7 @@ impl Redactor {
                 self.engine.find(&cur, &mut hits, &mut found);
             }
             if let Some((k, kf, ks)) = &ktext {
-                self.field(k, &cur, *kf, &key_hits, *ks, full, &mut found);
+                self.field(k, &cur, *kf, key_hits, *ks, full, &mut found);
             }
             self.finish(&cur, &mut found);
             if found.is_empty() {
@@ -213,10 +316,16 @@ impl Redactor {
                     fingerprint: self.fingerprint(&cur[f.start..f.end]),
                 });
             }
+            if let Some(r) = &mut reps {
+                if !track(r, &found, |f| self.placeholder(&cur, f)) {
+                    reps = None;
+                }
+            }
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
         let Some(mut path) = path else { return };
         if tok.is_key {
+            reps = None;
             // Two secret keys of one object must not become the same key (a parser would keep
             // only the last member): later ones get `#2`, `#3`, ….
             let mut parent = path.clone();
@@ -243,13 +352,21 @@ impl Redactor {
                 }
             }
         }
-        for (i, seg) in path.iter().enumerate() {
-            if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
-                st.blocks.push(path[..i + 2].to_vec());
+        push_blocks(&path, &mut st.blocks);
+        // The raw string is the text as it is (no escapes) and reads the same re-encoded: the
+        // re-encoded new string is the raw one with each placeholder (encoded) in its place.
+        if let Some(reps) = reps.filter(|_| tok.flags == 0 && plain(&line[s..e])) {
+            drop(cur);
+            for (a, b, ph) in reps {
+                let mut enc = Vec::with_capacity(ph.len());
+                json::encode(&ph, &mut enc);
+                st.edits.push((s + a, s + b, enc));
             }
+            return;
         }
         let mut enc = Vec::with_capacity(cur.len() + 16);
         json::encode(&cur, &mut enc);
+        drop(cur);
         st.edits.push((s, e, enc));
     }
 
@@ -492,24 +609,47 @@ impl Redactor {
         scan::resolve(found, &masks);
     }
 
+    /// The placeholder that replaces the secret `f` of `text`.
+    pub(super) fn placeholder(&self, text: &[u8], f: &Found) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.put_placeholder(text, f, &mut out);
+        out
+    }
+
+    fn put_placeholder(&self, text: &[u8], f: &Found, out: &mut Vec<u8>) {
+        for p in &self.template {
+            match p {
+                Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                Part::Rule => {
+                    out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
+                }
+                Part::Hash => {
+                    // `{hash}` is refused without a configured key.
+                    let k = self.key.as_deref().unwrap_or_default();
+                    out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
+                }
+            }
+        }
+    }
+
     pub(super) fn replace(&self, text: &[u8], found: &[Found]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(text.len());
+        // Room for placeholders longer than their secrets (`[REDACTED:aws-access-key-id]` for
+        // a 20-byte key): a vector grown past its capacity doubles, and a 100 MB string would
+        // take 200 MB.
+        let per: usize = self
+            .template
+            .iter()
+            .map(|p| match p {
+                Part::Lit(s) => s.len(),
+                Part::Rule => 80,
+                Part::Hash => 8,
+            })
+            .sum();
+        let mut out = Vec::with_capacity(text.len() + found.len() * per);
         let mut at = 0;
         for f in found {
             out.extend_from_slice(&text[at..f.start]);
-            for p in &self.template {
-                match p {
-                    Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
-                    Part::Rule => {
-                        out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
-                    }
-                    Part::Hash => {
-                        // `{hash}` is refused without a configured key.
-                        let k = self.key.as_deref().unwrap_or_default();
-                        out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
-                    }
-                }
-            }
+            self.put_placeholder(text, f, &mut out);
             at = f.end;
         }
         out.extend_from_slice(&text[at..]);
@@ -557,6 +697,78 @@ impl Redactor {
     }
 }
 
+/// Add this round's replacements `found` (sorted, disjoint, in the coordinates of the string
+/// as the earlier replacements left it) to `reps` (in the original string's coordinates).
+/// False when one touches an earlier placeholder: the string is then edited whole.
+fn track(
+    reps: &mut Vec<(usize, usize, Vec<u8>)>,
+    found: &[Found],
+    placeholder: impl Fn(&Found) -> Vec<u8>,
+) -> bool {
+    let mut new = Vec::with_capacity(reps.len() + found.len());
+    let mut old = std::mem::take(reps).into_iter().peekable();
+    // Current position minus original position, over the replacements passed so far.
+    let mut delta: isize = 0;
+    for f in found {
+        while let Some((a, b, ph)) = old.peek() {
+            let (na, nb) = (
+                (*a as isize + delta) as usize,
+                (*a as isize + delta) as usize + ph.len(),
+            );
+            if nb <= f.start {
+                delta += ph.len() as isize - (*b - *a) as isize;
+                new.push(old.next().expect("peeked"));
+            } else if na >= f.end {
+                break;
+            } else {
+                return false;
+            }
+        }
+        let a = (f.start as isize - delta) as usize;
+        let b = (f.end as isize - delta) as usize;
+        new.push((a, b, placeholder(f)));
+    }
+    new.extend(old);
+    *reps = new;
+    true
+}
+
+/// The raw bytes of a string read the same when its text is encoded again: no byte that
+/// [`json::encode`] escapes (controls; `"` and `\\` cannot occur unescaped) and no 0xED (which
+/// may start an encoded surrogate).
+fn plain(raw: &[u8]) -> bool {
+    !raw.iter()
+        .any(|&c| c < 0x20 || c == b'"' || c == b'\\' || c == 0xED)
+}
+
+/// Strings shorter than this are searched again rather than looked up.
+const MEMO_MIN_LEN: usize = 64;
+/// Searched strings remembered per line (a lookup compares lengths first).
+const MEMO_MAX: usize = 64;
+
+/// A string searched in this line, and what came of it.
+pub(super) struct Memo {
+    s: usize,
+    e: usize,
+    flags: u8,
+    nested: bool,
+    /// Occurrences (rule, offset in the string).
+    hits: Vec<(u32, usize)>,
+    /// Findings (rule, offset, length, fingerprint).
+    findings: Vec<(usize, usize, usize, String)>,
+    /// Its edits in `LineState::edits`.
+    edits: std::ops::Range<usize>,
+}
+
+/// Content blocks (`…content[i]`) on `path`: a change there removes a thinking block.
+fn push_blocks(path: &[Seg], blocks: &mut Vec<Vec<Seg>>) {
+    for (i, seg) in path.iter().enumerate() {
+        if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
+            blocks.push(path[..i + 2].to_vec());
+        }
+    }
+}
+
 /// Offsets of the escape hits among `hits`, sorted.
 pub(super) fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
     out.extend(
@@ -593,6 +805,10 @@ pub(super) struct LineState {
     pem_reported: bool,
     findings: Vec<LineFinding>,
     blocks: Vec<Vec<Seg>>,
+    /// Strings searched so far (see [`Redactor::string`]).
+    memo: Vec<Memo>,
+    /// Bytes the memo lookups may still compare in this line.
+    memo_budget: usize,
     /// False once a string could not be decoded: the line is then redacted as text.
     ok: bool,
 }
@@ -607,6 +823,8 @@ impl Default for LineState {
             pem_reported: false,
             findings: Vec::new(),
             blocks: Vec::new(),
+            memo: Vec::new(),
+            memo_budget: 0,
             ok: true,
         }
     }
