@@ -68,7 +68,7 @@ impl Fence {
     pub fn file(&self, path: &Path, ext: Option<&str>) -> std::result::Result<PathBuf, Refusal> {
         let shown = path.display();
         if let Some(ext) = ext {
-            if !path.extension().is_some_and(|x| x == ext) {
+            if path.extension().is_none_or(|x| x != ext) {
                 return Err(Refusal::Outside(format!(
                     "{shown}: not a .{ext} file; hooks act only on session files"
                 )));

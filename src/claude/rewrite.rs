@@ -117,7 +117,7 @@ fn backup_suffix(path: &Path) -> String {
         let mut name = path.as_os_str().to_owned();
         name.push(&suffix);
         let p = PathBuf::from(name);
-        if !p.exists() && newest.as_ref().map_or(true, |b| p > *b) {
+        if !p.exists() && newest.as_ref().is_none_or(|b| p > *b) {
             return suffix;
         }
     }

@@ -237,10 +237,10 @@ pub fn expand_sessions(inputs: Vec<Input>) -> Vec<Input> {
             continue;
         }
         let is_main = path.extension().is_some_and(|x| x == "jsonl")
-            && !path
+            && path
                 .parent()
                 .and_then(Path::file_name)
-                .is_some_and(|n| n == "subagents");
+                .is_none_or(|n| n != "subagents");
         let members = if is_main {
             SessionFile::from_path(path).members()
         } else {

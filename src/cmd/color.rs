@@ -27,7 +27,7 @@ pub fn stdout() -> bool {
         When::Always => true,
         When::Never => false,
         When::Auto => {
-            std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
                 && std::io::stdout().is_terminal()
         }
     }

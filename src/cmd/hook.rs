@@ -360,7 +360,7 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
 fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> anyhow::Result<String> {
     let mut list = vec![(stages::summarize::DEF.build)(opts)?];
     list.extend(file.pipeline.stages);
-    if !list.last().is_some_and(|s| s.name() == "relink") {
+    if list.last().is_none_or(|s| s.name() != "relink") {
         list.push((stages::relink::DEF.build)(toml::Table::new())?);
     }
     let p = Pipeline::new(list, OnInvalid::Keep, "stop-hook fork".into());

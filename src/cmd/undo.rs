@@ -220,9 +220,9 @@ fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
     for f in &files {
         // Only the newest backup of each file, and only when it is from `since` on.
         let newest = layout::backups(f).pop();
-        if !newest
+        if newest
             .as_deref()
-            .is_some_and(|b| stamp_of(b).as_str() >= since)
+            .is_none_or(|b| stamp_of(b).as_str() < since)
         {
             continue;
         }

@@ -154,7 +154,9 @@ impl HookPolicy {
 
     /// True when a session with `turns` turns triggers the policy.
     pub fn triggers(&self, turns: usize) -> bool {
-        turns > 0 && (self.at_turns.contains(&turns) || (self.every > 0 && turns % self.every == 0))
+        turns > 0
+            && (self.at_turns.contains(&turns)
+                || (self.every > 0 && turns.is_multiple_of(self.every)))
     }
 }
 

@@ -106,7 +106,7 @@ fn check_shape(out: &[u8], orig: &[u8], kept: &[Vec<String>]) -> Value {
     let mut uses = HashSet::new();
     let mut results = HashSet::new();
     for i in 0..s.records.len() {
-        if !s.header(i).is_some_and(|h| !h.is_sidechain) {
+        if s.header(i).is_none_or(|h| h.is_sidechain) {
             continue;
         }
         let h = s.header(i).unwrap();

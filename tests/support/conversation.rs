@@ -61,7 +61,7 @@ pub fn normalize(messages: &[Value]) -> Vec<Value> {
                 m["content"] = json!([{"type": "text", "text": s}]);
             }
             // Only what follows the last assistant turn can be context added by this run.
-            let fresh = last_assistant.map_or(true, |a| a < i);
+            let fresh = last_assistant.is_none_or(|a| a < i);
             scrub(&mut m, fresh);
             m
         })

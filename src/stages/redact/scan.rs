@@ -1108,11 +1108,11 @@ mod tests {
                 // Long enough for the 32- and 64-byte SIMD blocks, a keyword across a block
                 // edge, near the end of a block, in the padded tail.
                 let pad = 20 + rnd(150);
-                text.splice(0..0, std::iter::repeat(b'z').take(pad));
+                text.splice(0..0, std::iter::repeat_n(b'z', pad));
                 if rnd(2) == 0 {
                     let (k, _) = &kws[rnd(kws.len())];
                     text.extend_from_slice(k);
-                    text.extend(std::iter::repeat(b'\xff').take(rnd(70)));
+                    text.extend(std::iter::repeat_n(b'\xff', rnd(70)));
                 }
             }
             let mut want = naive(&kws, &text);

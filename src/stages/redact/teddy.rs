@@ -347,9 +347,7 @@ impl Teddy {
         }
     }
 
-    // The AVX-512 intrinsics are stable since Rust 1.89; the locked dependencies (uuid 1.29)
-    // already need 1.89, whatever `rust-version` says.
-    #[allow(clippy::incompatible_msrv)]
+    // The AVX-512 intrinsics are stable since Rust 1.89 (the crate's `rust-version`).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     fn scan_vbmi<const H: usize>(&self, text: &[u8], sink: &mut impl Sink) {

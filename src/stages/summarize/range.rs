@@ -84,7 +84,7 @@ pub(super) fn plan(turns: &[Turn], segs: &[Segment], a: usize, b: usize) -> Plan
         .flat_map(|g| g.records.iter().copied())
         .collect();
     let numbers: Vec<usize> = segs[a..=b].iter().filter_map(|g| g.step).collect();
-    let whole_turns = segs[a].step.is_none() && !segs.get(b + 1).is_some_and(|g| g.step.is_some());
+    let whole_turns = segs[a].step.is_none() && segs.get(b + 1).is_none_or(|g| g.step.is_none());
     Plan {
         removed,
         turns: label(turns[segs[a].turn].number, turns[segs[b].turn].number),

@@ -130,7 +130,7 @@ impl Check {
                     .count()
                     >= 40
             }
-            Check::SecretName => name.map_or(true, secret_name) && !reference(secret),
+            Check::SecretName => name.is_none_or(secret_name) && !reference(secret),
             Check::EnvValue => {
                 let pw = name.is_some_and(password_name);
                 env_value(secret) && (pw || !readable(secret)) && (pw || secret.len() >= 6)
