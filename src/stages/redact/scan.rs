@@ -286,6 +286,7 @@ pub struct Engine {
     /// (else the passes of `sets` and `special` over a folded copy).
     fused: Option<Teddy>,
     /// Folded anchors.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     anchors: Vec<Vec<u8>>,
 }
 
@@ -653,6 +654,7 @@ impl Engine {
     }
 
     /// [`Engine::hits`] by the one-pass filter.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn hits_fused(&self, td: &Teddy, text: &[u8], raw: bool, out: &mut Vec<Hit>) {
         struct S<'a> {
             e: &'a Engine,
