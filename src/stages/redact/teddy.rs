@@ -306,20 +306,7 @@ impl Teddy {
                 // SAFETY: see above.
                 unsafe { _mm256_storeu_si256(bytes[h].as_mut_ptr() as *mut __m256i, acc[h]) };
             }
-            let mut m = bits;
-            while m != 0 {
-                let j = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let mut b = 0u32;
-                for (h, by) in bytes.iter().enumerate() {
-                    b |= (by[j] as u32) << (8 * h);
-                }
-                while b != 0 {
-                    let k = b.trailing_zeros() as usize;
-                    b &= b - 1;
-                    sink.teddy(base + j, k);
-                }
-            }
+            report_lanes(&bytes, bits as u64, base, sink);
         };
         let mut i = 0;
         while i + 32 + WINDOW - 1 <= text.len() {
@@ -383,20 +370,7 @@ impl Teddy {
                 // SAFETY: see above.
                 unsafe { _mm512_storeu_si512(bytes[h].as_mut_ptr() as *mut _, acc[h]) };
             }
-            let mut m = bits;
-            while m != 0 {
-                let j = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let mut b = 0u32;
-                for (h, by) in bytes.iter().enumerate() {
-                    b |= (by[j] as u32) << (8 * h);
-                }
-                while b != 0 {
-                    let k = b.trailing_zeros() as usize;
-                    b &= b - 1;
-                    sink.teddy(base + j, k);
-                }
-            }
+            report_lanes(&bytes, bits as u64, base, sink);
         };
         let mut i = 0;
         while i + 64 + WINDOW - 1 <= text.len() {
@@ -420,6 +394,31 @@ impl Teddy {
                 report(i, bits & valid, acc);
             }
             i += 64;
+        }
+    }
+}
+
+/// Hand each candidate of one block to `sink`: `bits` marks the lanes (positions from `base`)
+/// where some bucket matched, `bytes[h][lane]` holds buckets `8h..8h+8` of that lane.
+#[inline(always)]
+fn report_lanes<const L: usize, const H: usize>(
+    bytes: &[[u8; L]; H],
+    bits: u64,
+    base: usize,
+    sink: &mut impl Sink,
+) {
+    let mut m = bits;
+    while m != 0 {
+        let j = m.trailing_zeros() as usize;
+        m &= m - 1;
+        let mut b = 0u32;
+        for (h, by) in bytes.iter().enumerate() {
+            b |= (by[j] as u32) << (8 * h);
+        }
+        while b != 0 {
+            let k = b.trailing_zeros() as usize;
+            b &= b - 1;
+            sink.teddy(base + j, k);
         }
     }
 }
