@@ -306,7 +306,7 @@ impl Teddy {
                 // SAFETY: see above.
                 unsafe { _mm256_storeu_si256(bytes[h].as_mut_ptr() as *mut __m256i, acc[h]) };
             }
-            report_lanes(&bytes, bits as u64, base, sink);
+            report_lanes(&bytes, u64::from(bits), base, sink);
         };
         let mut i = 0;
         while i + 32 + WINDOW - 1 <= text.len() {
@@ -370,7 +370,7 @@ impl Teddy {
                 // SAFETY: see above.
                 unsafe { _mm512_storeu_si512(bytes[h].as_mut_ptr() as *mut _, acc[h]) };
             }
-            report_lanes(&bytes, bits as u64, base, sink);
+            report_lanes(&bytes, bits, base, sink);
         };
         let mut i = 0;
         while i + 64 + WINDOW - 1 <= text.len() {
