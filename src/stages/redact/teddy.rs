@@ -83,8 +83,8 @@ pub(super) struct Teddy {
     /// Masks in use (2 per group).
     halves: usize,
     /// The same as byte tables (AVX-512 VBMI): per position `k` and 8 buckets, the bucket bits
-    /// of each byte value below 0x80 (folded by the table).
-    exact: [[[u8; 128]; 4]; WINDOW],
+    /// of each folded ASCII byte, at its [`fold_index`].
+    folded: [[[u8; 64]; 4]; WINDOW],
     /// Use the byte tables ([`vbmi`]).
     pub(super) vbmi: bool,
     /// Per bucket: (anchor id, offset of its window in it).
@@ -107,7 +107,7 @@ impl Teddy {
         let mut t = Teddy {
             masks: [[[[0; 32]; 2]; 4]; WINDOW],
             halves: 2 * groups.len(),
-            exact: [[[0; 128]; 4]; WINDOW],
+            folded: [[[0; 64]; 4]; WINDOW],
             vbmi: vbmi(),
             buckets: vec![Vec::new(); BUCKETS * groups.len()],
         };
@@ -177,18 +177,14 @@ impl Teddy {
                 let (half, bit) = (b / 8, 1u8 << (b % 8));
                 for k in 0..WINDOW {
                     let m = &mut t.masks[k][half];
-                    let e = &mut t.exact[k][half];
+                    let e = &mut t.folded[k][half];
                     match w.get(k) {
                         Some(&c) => {
                             for lane in [0, 16] {
                                 m[0][lane + (c & 15) as usize] |= bit;
                                 m[1][lane + (c >> 4) as usize] |= bit;
                             }
-                            for (x, e) in e.iter_mut().enumerate() {
-                                if (x as u8) | 0x20 == c {
-                                    *e |= bit;
-                                }
-                            }
+                            e[fold_index(c)] |= bit;
                         }
                         // A short anchor: anything may follow.
                         None => {
@@ -208,13 +204,23 @@ impl Teddy {
     }
 }
 
+/// The index of byte `b` in the 64-entry tables: the 64 ASCII bytes that differ once folded
+/// (`| 0x20`) get 64 different indexes (the low 5 bits, and bit 5 set when bit 6 is clear), so
+/// one table entry serves `A` and `a`, `\n` and `*`. A byte from 0x80 reads the entry of its
+/// low 7 bits: a superset of what it matches (only the open positions of short anchors, which
+/// every entry has), so at worst a candidate more.
+#[inline(always)]
+pub(super) fn fold_index(b: u8) -> usize {
+    ((b & 0x1f) | (!(b >> 1) & 0x20)) as usize
+}
+
 /// What [`Teddy::scan`] reports to.
 pub(super) trait Sink {
     /// A candidate: anchors of `bucket` whose window may start at `p`.
     fn teddy(&mut self, p: usize, bucket: usize);
 }
 
-/// True when this CPU has AVX-512 VBMI (byte tables of 128 entries: an exact filter).
+/// True when this CPU has AVX-512 VBMI (byte tables of 64 folded entries: an exact filter).
 fn vbmi() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -340,22 +346,23 @@ impl Teddy {
     fn scan_vbmi<const H: usize>(&self, text: &[u8], sink: &mut impl Sink) {
         use std::arch::x86_64::*;
         // SAFETY (every load and store below): 64 bytes within the array or slice named.
-        let ld = |m: &[u8]| unsafe { _mm512_loadu_si512(m.as_ptr() as *const _) };
-        let tabs: [[[__m512i; 2]; H]; WINDOW] = std::array::from_fn(|k| {
-            std::array::from_fn(|h| [ld(&self.exact[k][h][..64]), ld(&self.exact[k][h][64..])])
-        });
+        let ld = |m: &[u8; 64]| unsafe { _mm512_loadu_si512(m.as_ptr() as *const _) };
+        // One 64-entry table per position and 8 buckets (16 registers at most, so the loop
+        // keeps them all in registers; 128-entry tables took two each and were spilled).
+        let tabs: [[__m512i; H]; WINDOW] =
+            std::array::from_fn(|k| std::array::from_fn(|h| ld(&self.folded[k][h])));
+        let low5 = _mm512_set1_epi8(0x1f);
         // Candidates of the 64 positions from `ptr` (which must have 64 + 3 readable bytes).
         let block = |ptr: *const u8| {
             let mut acc = [_mm512_set1_epi8(-1); H];
             for (k, tk) in tabs.iter().enumerate() {
                 // SAFETY: `ptr` has 64 + 3 readable bytes (see the callers).
                 let v = unsafe { _mm512_loadu_si512(ptr.add(k) as *const _) };
-                // A byte from 0x80 reads the entry of its low 7 bits: a superset of what it
-                // matches (only the open positions of short anchors, which every entry has),
-                // so at worst a candidate more.
+                // The table index of each byte ([`fold_index`]): its low 5 bits, and bit 5 set
+                // when bit 6 is clear (`low5 ? v : !(v >> 1)` bit by bit).
+                let idx = _mm512_ternarylogic_epi32::<0xB1>(v, _mm512_srli_epi16::<1>(v), low5);
                 for h in 0..H {
-                    let m = _mm512_permutex2var_epi8(tk[h][0], v, tk[h][1]);
-                    acc[h] = _mm512_and_si512(acc[h], m);
+                    acc[h] = _mm512_and_si512(acc[h], _mm512_permutexvar_epi8(idx, tk[h]));
                 }
             }
             let mut any = acc[0];
