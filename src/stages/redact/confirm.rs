@@ -75,9 +75,16 @@ impl After<'_> {
     }
 }
 
-/// Does what follows a keyword occurrence (ending at `end`) allow a match of its rule?
+/// Does what follows a keyword occurrence (`start..end`) allow a match of its rule?
 /// `raw`: `t` is a raw JSON line; `field`: the rule also reads JSON members.
-pub(super) fn confirm(c: Confirm, t: &[u8], end: usize, raw: bool, field: bool) -> bool {
+pub(super) fn confirm(
+    c: Confirm,
+    t: &[u8],
+    start: usize,
+    end: usize,
+    raw: bool,
+    field: bool,
+) -> bool {
     let mut a = After { t, i: end, raw };
     match c {
         Confirm::Any => true,
@@ -94,7 +101,7 @@ pub(super) fn confirm(c: Confirm, t: &[u8], end: usize, raw: bool, field: bool) 
         Confirm::AssignWord(n, v) => assign(&mut a, n as usize, v, field, true),
         Confirm::UserInfo => userinfo(&mut a),
         Confirm::Flag(n) => flag(&mut a, n as usize),
-        Confirm::Prose(n) => prose(&mut a, n as usize),
+        Confirm::Prose(n) => word_starts(t, start, raw) && prose(&mut a, n as usize),
         Confirm::AuthBasic => auth_basic(&mut a),
         Confirm::CurlUser => curl_user(&mut a),
         Confirm::JwtHeader => jwt_header(&mut a),
@@ -163,6 +170,20 @@ fn flag(a: &mut After<'_>, n: usize) -> bool {
     }
 }
 
+/// A word starts at `start` (the rule's `\b` before the keyword): no ASCII letter, digit or
+/// `_` before it (`input_tokens`, `csrfToken` and `thread_key` are not prose about a token or
+/// key). On a raw line a byte before may belong to an escape (`\ntoken`, `\u00e9token`), which
+/// decodes to something else: with a backslash among the 6 bytes before, the word may start.
+fn word_starts(t: &[u8], start: usize, raw: bool) -> bool {
+    let Some(&b) = start.checked_sub(1).and_then(|i| t.get(i)) else {
+        return true;
+    };
+    if !(b.is_ascii_alphanumeric() || b == b'_') {
+        return true;
+    }
+    raw && t[start.saturating_sub(6)..start].contains(&b'\\')
+}
+
 /// The keyword ends a word (an `s` may follow) with a blank, `:` or `=`, and a digit follows
 /// within `n` characters on the same line.
 fn prose(a: &mut After<'_>, n: usize) -> bool {
@@ -172,12 +193,13 @@ fn prose(a: &mut After<'_>, n: usize) -> bool {
     }
     // The rule goes on with `[ \t]*[:=]` or `[ \t]+`: a JSON key (`"tokens":`) or a word
     // going on (`keyboard`) cannot start a match.
-    let mut buf = Vec::with_capacity(n);
-    match c {
+    let first = match c {
         Ch::Unknown => return true,
-        Ch::C(x @ (b' ' | b'\t' | b':' | b'=')) => buf.push(x),
+        Ch::C(x @ (b' ' | b'\t' | b':' | b'=')) => x,
         _ => return false,
-    }
+    };
+    let mut buf = Vec::with_capacity(n + 1);
+    buf.push(first);
     for _ in 0..n {
         match a.next() {
             Ch::Unknown => return true,

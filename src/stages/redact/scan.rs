@@ -259,6 +259,36 @@ struct KwEntry {
     rule: u32,
 }
 
+/// A keyword holding an anchor, with what rules it out from the bytes next to an occurrence
+/// of the anchor: most occurrences of a shared anchor (`key`, `token`) belong to none of the
+/// keywords holding it, and the two bytes around it say so without reading the keyword.
+#[derive(Debug, Clone, Copy)]
+struct Use {
+    /// The keyword ([`ESCAPE`]: an escape anchor, `off` then its index).
+    kw: u32,
+    /// Offset of the anchor inside the keyword.
+    off: u32,
+    /// The keyword's folded byte before the anchor, or 0 when it starts with it.
+    prev: u8,
+    /// The keyword's folded byte after the anchor, or 0 when it ends with it.
+    next: u8,
+    /// The keyword is the anchor (folded, case-insensitive): found once the anchor is.
+    whole: bool,
+}
+
+impl Use {
+    fn new(kw: u32, off: usize, kw_bytes: &[u8], ci: bool, anchor_len: usize) -> Use {
+        let at = |i: Option<usize>| i.and_then(|i| kw_bytes.get(i)).map_or(0, |&b| fold(b));
+        Use {
+            kw,
+            off: off as u32,
+            prev: at(off.checked_sub(1)),
+            next: at(Some(off + anchor_len)),
+            whole: ci && kw_bytes.len() == anchor_len,
+        }
+    }
+}
+
 enum Searcher {
     Teddy(packed::Searcher),
     Ac(AhoCorasick),
@@ -277,8 +307,8 @@ pub struct Engine {
     /// Rules in priority order.
     pub rules: Vec<Compiled>,
     kws: Vec<KwEntry>,
-    /// Per anchor: (keyword, offset of the anchor inside the keyword).
-    uses: Vec<Vec<(u32, usize)>>,
+    /// Per anchor: the keywords holding it.
+    uses: Vec<Vec<Use>>,
     sets: Vec<AnchorSet>,
     /// Anchors holding a rare punctuation byte, found from that byte (see [`Special`]).
     special: Option<Special>,
@@ -286,7 +316,6 @@ pub struct Engine {
     /// (else the passes of `sets` and `special` over a folded copy).
     fused: Option<Teddy>,
     /// Folded anchors.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     anchors: Vec<Vec<u8>>,
 }
 
@@ -518,7 +547,7 @@ impl Engine {
             .map(|k| k.bytes.iter().map(|&b| fold(b)).collect())
             .collect();
         let mut anchors: Vec<Vec<u8>> = Vec::new();
-        let mut uses: Vec<Vec<(u32, usize)>> = Vec::new();
+        let mut uses: Vec<Vec<Use>> = Vec::new();
         for shared in SHARED_ANCHORS {
             let shared: Vec<u8> = shared.iter().map(|&b| fold(b)).collect();
             let n = folded_kws
@@ -532,7 +561,13 @@ impl Engine {
         }
         for (i, esc) in ESCAPE_ANCHORS.iter().enumerate() {
             anchors.push(esc.iter().map(|&b| fold(b)).collect());
-            uses.push(vec![(ESCAPE, i)]);
+            uses.push(vec![Use {
+                kw: ESCAPE,
+                off: i as u32,
+                prev: 0,
+                next: 0,
+                whole: false,
+            }]);
         }
         let mut order: Vec<usize> = (0..kws.len()).collect();
         order.sort_by_key(|&i| (kws[i].bytes.len(), kws[i].bytes.to_ascii_lowercase()));
@@ -543,10 +578,22 @@ impl Engine {
                 .enumerate()
                 .find_map(|(a, an)| memchr::memmem::find(&folded, an).map(|off| (a, off)));
             match found {
-                Some((a, off)) => uses[a].push((i as u32, off)),
+                Some((a, off)) => uses[a].push(Use::new(
+                    i as u32,
+                    off,
+                    &kws[i].bytes,
+                    kws[i].ci,
+                    anchors[a].len(),
+                )),
                 None => {
+                    uses.push(vec![Use::new(
+                        i as u32,
+                        0,
+                        &kws[i].bytes,
+                        kws[i].ci,
+                        folded.len(),
+                    )]);
                     anchors.push(folded);
-                    uses.push(vec![(i as u32, 0)]);
                 }
             }
         }
@@ -726,7 +773,16 @@ impl Engine {
     }
 
     fn verify(&self, text: &[u8], raw: bool, p: usize, anchor: usize, out: &mut Vec<Hit>) {
-        for &(k, off) in &self.uses[anchor] {
+        // The folded bytes around the occurrence (0: none; no folded byte is 0).
+        let prev = p.checked_sub(1).map_or(0, |i| fold(text[i]));
+        let next = text
+            .get(p + self.anchors[anchor].len())
+            .map_or(0, |&b| fold(b));
+        for u in &self.uses[anchor] {
+            if (u.prev != 0 && u.prev != prev) || (u.next != 0 && u.next != next) {
+                continue;
+            }
+            let (k, off) = (u.kw, u.off as usize);
             if k == ESCAPE {
                 if raw && text[p..].starts_with(ESCAPE_ANCHORS[off]) {
                     out.push(Hit {
@@ -741,18 +797,17 @@ impl Engine {
                 continue;
             };
             let end = start + kw.bytes.len();
-            let Some(seen) = text.get(start..end) else {
-                continue;
-            };
-            let same = if kw.ci {
-                seen.eq_ignore_ascii_case(&kw.bytes)
-            } else {
-                seen == kw.bytes.as_slice()
-            };
+            let same = u.whole
+                || match text.get(start..end) {
+                    None => false,
+                    Some(seen) if kw.ci => seen.eq_ignore_ascii_case(&kw.bytes),
+                    Some(seen) => seen == kw.bytes.as_slice(),
+                };
             if same
                 && confirm(
                     kw.confirm,
                     text,
+                    start,
                     end,
                     raw,
                     self.rules[kw.rule as usize].field,
@@ -924,7 +979,21 @@ mod tests {
 
     fn conf(c: Confirm, t: &[u8], after: &str, raw: bool) -> bool {
         let end = memchr::memmem::find(t, after.as_bytes()).unwrap() + after.len();
-        confirm(c, t, end, raw, true)
+        confirm(c, t, end - after.len(), end, raw, true)
+    }
+
+    #[test]
+    fn prose_keywords_start_a_word() {
+        // The rule's `\b` before the keyword: a name part is not prose about a token.
+        let p = Confirm::Prose(170);
+        assert!(conf(p, b"the token is ab12cd34ef", "token", false));
+        assert!(!conf(p, b"input_tokens: 12345678", "token", false));
+        assert!(!conf(p, b"csrfToken = x1234567", "Token", false));
+        // On a raw line the byte before may be an escape's: `\n`, `\u00e9` decode to a
+        // boundary (`\\n` does not, but is left to the regex).
+        assert!(conf(p, br"a\ntoken: ab12cd34ef", "token", true));
+        assert!(conf(p, br"\u00e9token: ab12cd34ef", "token", true));
+        assert!(!conf(p, br"my_token: ab12cd34ef", "token", true));
     }
 
     #[test]
