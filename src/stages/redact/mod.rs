@@ -40,6 +40,7 @@
 //! weak password offline. With `pseudonymize`, the keyed hash is the pseudonym. No report ever
 //! holds a secret.
 
+mod bigrams;
 pub mod checks;
 mod confirm;
 pub mod json;

@@ -1,46 +1,32 @@
-//! The one-pass prefilter: every anchor of the keyword set found in one AVX2 pass over the text
-//! as it is (no folded copy).
+//! The one-pass prefilter: every anchor of the keyword set found in one SIMD pass over the
+//! text as it is (no folded copy).
 //!
 //! Before this, the engine folded each line into a buffer, then ran three Teddy searchers of
-//! `aho_corasick::packed` (16 anchors each) and the rare-byte pass over the copy: five passes
-//! over every byte. Here one loop does it all, 32 bytes a step:
+//! `aho_corasick::packed` (16 anchors each) and a rare-byte pass over the copy: five passes
+//! over every byte. Here one loop does it all. It is Teddy (as in Hyperscan and aho-corasick)
+//! over 4-byte windows: every anchor is found by a window of it (its rarest 4 bytes; 3-byte
+//! anchors such as `key`, `://` and `eyj` by themselves, their fourth place open), placed in
+//! one of 16 or 32 buckets; a position is a candidate for a bucket when each of its 4 bytes,
+//! folded (`| 0x20`), is one of the bytes the bucket's windows hold at that place.
 //!
-//! - the bytes at `i`, `i+1`, `i+2`, `i+3` are loaded and folded (`| 0x20`) in registers;
-//! - a Teddy filter with 16 buckets (two 8-bit shuffle masks per nibble and position, as in
-//!   Hyperscan's and aho-corasick's Teddy) tests a 4-byte window of every letter anchor: each
-//!   anchor of 4+ bytes contributes its rarest 4-byte window (by the folded byte frequencies of
-//!   transcripts, [`COST`]), at any offset inside it; 3-byte anchors (`key`, `://`, `eyj`) get
-//!   buckets of their own whose fourth position accepts anything;
-//! - the same folded bytes are compared with the rare punctuation bytes (`~ = _ . -`) of the
-//!   other anchors ([`super::scan`]'s special pass), whose neighbours are checked by bitsets.
+//! - With AVX-512 VBMI, 64 positions a step: per place, one 64-entry table of bucket bits
+//!   looked up by the byte's folded 6-bit index ([`fold_index`], `vpermb`); with AVX2, 32 a
+//!   step: two 4-bit shuffle masks per place and 8 buckets.
+//! - Which anchors share a bucket decides how many candidates there are: they also match the
+//!   cross product of their windows. [`Teddy::place`] estimates it with a Markov chain over
+//!   the byte pairs of transcripts ([`super::bigrams`]). On the corpus (279 MB, 656 k real
+//!   occurrences): 1.12 M candidates; 1.72 M placed in sorted order by single-byte costs.
 //!
 //! A candidate is verified against the anchor's folded bytes, so the set reported is exactly
 //! the occurrences of the anchors, as the old passes reported them (the unit tests compare
-//! both with a naive search). Measured on the corpus (1.5 MB sample): about 5 bucket candidates
-//! per KB for 0.9 real occurrences; with 8 buckets and prefixes it was 57.
+//! every path with a naive search).
 //!
-//! Anchors shorter than 3 bytes that hold no special byte (possible with custom keywords), or a
-//! CPU without AVX2, keep the previous passes.
-
-/// Folded byte → cost (about −log2 of its frequency in transcripts), for printable ASCII
-/// `0x20..0x80`; a window with the highest total cost is the rarest.
-const COST: [u8; 96] = [
-    4, 16, 5, 10, 13, 16, 14, 10, 9, 9, 9, 8, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 6, 11, 11,
-    10, 11, 14, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
-    20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 8, 4, 6, 5, 5, 4, 6, 6, 6, 5, 7, 7, 5, 6, 4, 5, 5,
-    7, 5, 4, 4, 5, 7, 6, 7, 6, 7, 8, 6, 8, 12, 7,
-];
-
-fn cost(b: u8) -> u32 {
-    match b {
-        0x20..=0x7f => COST[(b - 0x20) as usize] as u32,
-        _ => 8,
-    }
-}
+//! Anchors shorter than 2 bytes (possible with custom keywords), or a CPU without AVX2, keep
+//! the previous passes.
 
 /// Bytes of the window each anchor is found by.
 const WINDOW: usize = 4;
-/// Buckets of a group (two 8-bit masks).
+/// Buckets of a group (two 8-bit masks); there are one or two groups.
 const BUCKETS: usize = 16;
 
 /// An anchor in a bucket.
@@ -74,7 +60,7 @@ impl Entry {
     }
 }
 
-/// Teddy over 4-byte windows: 16 buckets for each group of anchors (two groups at most).
+/// Teddy over 4-byte windows, 16 or 32 buckets.
 #[derive(Clone)]
 pub(super) struct Teddy {
     /// Per window position `k` and 8 buckets: (low-nibble mask, high-nibble mask), each 16
@@ -92,115 +78,191 @@ pub(super) struct Teddy {
 }
 
 impl Teddy {
-    /// The filter for `groups` (anchor ids into `anchors`, folded; at most two groups, 16
-    /// buckets each); None when an anchor is shorter than 2 bytes or there are none.
-    pub(super) fn new(anchors: &[Vec<u8>], groups: &[&[u32]]) -> Option<Teddy> {
-        let groups: Vec<&[u32]> = groups.iter().copied().filter(|g| !g.is_empty()).collect();
-        if groups.is_empty()
-            || groups.len() > 2
-            || groups
-                .iter()
-                .any(|g| g.iter().any(|&a| anchors[a as usize].len() < 2))
-        {
+    /// The filter for the anchors `ids` (into `anchors`, folded): 16 buckets, or 32 for more
+    /// than 16 anchors. None when an anchor is shorter than 2 bytes or there are none.
+    pub(super) fn new(anchors: &[Vec<u8>], ids: &[u32]) -> Option<Teddy> {
+        if ids.is_empty() || ids.iter().any(|&a| anchors[a as usize].len() < 2) {
             return None;
         }
+        let groups = if ids.len() > BUCKETS { 2 } else { 1 };
         let mut t = Teddy {
             masks: [[[[0; 32]; 2]; 4]; WINDOW],
-            halves: 2 * groups.len(),
+            halves: 2 * groups,
             folded: [[[0; 64]; 4]; WINDOW],
             vbmi: vbmi(),
-            buckets: vec![Vec::new(); BUCKETS * groups.len()],
+            buckets: vec![Vec::new(); BUCKETS * groups],
         };
-        for (gi, ids) in groups.iter().enumerate() {
-            t.group(anchors, ids, gi * BUCKETS);
-        }
+        t.place(anchors, ids);
         Some(t)
     }
 
-    /// Place the anchors `ids` in the 16 buckets from `first`.
-    fn group(&mut self, anchors: &[Vec<u8>], ids: &[u32], first: usize) {
-        // (window bytes, anchor, offset)
-        let mut short = Vec::new();
-        let mut long = Vec::new();
-        for &a in ids {
-            let an = &anchors[a as usize];
-            if an.len() < WINDOW {
-                short.push((an.clone(), a, 0));
-            } else {
-                let off = (0..=an.len() - WINDOW)
-                    .max_by_key(|&o| {
-                        (
-                            an[o..o + WINDOW].iter().map(|&b| cost(b)).sum::<u32>(),
-                            std::cmp::Reverse(o),
-                        )
+    /// Place the anchors `ids` in the buckets, so that few positions are candidates.
+    ///
+    /// Each anchor is found by its rarest 4-byte window (3-byte anchors by themselves, their
+    /// fourth place open). A bucket reports a position when each of its 4 bytes is one of the
+    /// bucket's bytes at that place, so anchors sharing a bucket also report the cross product
+    /// of their windows: `sig=`, `whse` and `xai-` together report every `sage` of `message`.
+    /// Greedily, most frequent window first, each anchor goes to the bucket where it adds the
+    /// least expected work: the chance that a position matches the bucket (by the byte-pair
+    /// frequencies of transcripts, [`Chain`]) times the anchors a candidate is checked against.
+    fn place(&mut self, anchors: &[Vec<u8>], ids: &[u32]) {
+        let chain = Chain::get();
+        // Per place, the folded bytes (their 6-bit indexes) a window or bucket accepts.
+        type Sets = [u64; WINDOW];
+        let window = |w: &[u8]| -> Sets {
+            std::array::from_fn(|k| w.get(k).map_or(u64::MAX, |&c| 1 << fold_index(c)))
+        };
+        // (window, anchor, offset of the window in it)
+        let mut list: Vec<(Sets, u32, usize)> = ids
+            .iter()
+            .map(|&a| {
+                let an = &anchors[a as usize];
+                let off = (0..=an.len().saturating_sub(WINDOW))
+                    .min_by(|&x, &y| {
+                        let p =
+                            |o: usize| chain.chance(&window(&an[o..(o + WINDOW).min(an.len())]));
+                        p(x).total_cmp(&p(y)).then(x.cmp(&y))
                     })
-                    .expect("an anchor of 4+ bytes has a window");
-                long.push((an[off..off + WINDOW].to_vec(), a, off));
+                    .expect("an anchor has a window");
+                (window(&an[off..(off + WINDOW).min(an.len())]), a, off)
+            })
+            .collect();
+        // Most frequent first (ties: by anchor, for a stable layout).
+        list.sort_by_cached_key(|x| (std::cmp::Reverse(chain.chance(&x.0).to_bits()), x.1));
+        let n = self.buckets.len();
+        let mut sets: Vec<Sets> = vec![[0; WINDOW]; n];
+        let mut count = vec![0usize; n];
+        // A candidate costs its report and one check per anchor of the bucket.
+        let work = |s: &Sets, count: usize| {
+            if count == 0 {
+                0.0
+            } else {
+                chain.chance(s) * (1.0 + 0.5 * count as f64)
             }
+        };
+        let union = |a: &Sets, b: &Sets| -> Sets { std::array::from_fn(|k| a[k] | b[k]) };
+        // The work of each bucket as it is.
+        let mut now = vec![0.0; n];
+        for (w, a, off) in list {
+            let (grown, b) = (0..n)
+                .map(|b| (work(&union(&sets[b], &w), count[b] + 1), b))
+                .min_by(|x, y| {
+                    (x.0 - now[x.1])
+                        .total_cmp(&(y.0 - now[y.1]))
+                        .then(x.1.cmp(&y.1))
+                })
+                .expect("there are buckets");
+            sets[b] = union(&sets[b], &w);
+            count[b] += 1;
+            now[b] = grown;
+            self.add(anchors, b, a, off);
         }
-        short.sort();
-        long.sort();
-        // Buckets in proportion to the anchors, at least one for each kind present.
-        let total = short.len() + long.len();
-        // Short anchors leave their last positions open, which a bucket shares with the others
-        // in it: two at most per bucket (on the corpus, 2.7 candidates per KB instead of 17).
-        let mut nshort = (BUCKETS * short.len())
-            .div_ceil(total)
-            .max(short.len().div_ceil(2));
-        if !short.is_empty() {
-            nshort = nshort.clamp(1, BUCKETS - usize::from(!long.is_empty()));
-        }
-        let nlong = BUCKETS - nshort;
-        let t = self;
-        let mut place = |list: &[(Vec<u8>, u32, usize)], first: usize, n: usize| {
-            if list.is_empty() {
-                return;
-            }
-            let per = list.len().div_ceil(n);
-            for (i, (w, a, off)) in list.iter().enumerate() {
-                let b = first + i / per;
-                let an = &anchors[*a as usize];
-                let n = an.len().min(4);
-                let mut head = [0u8; 4];
-                head[..n].copy_from_slice(&an[..n]);
-                t.buckets[b].push(Entry {
-                    anchor: *a,
-                    off: *off as u32,
-                    head: u32::from_le_bytes(head),
-                    mask: if n == 4 {
-                        u32::MAX
-                    } else {
-                        (1u32 << (8 * n)) - 1
-                    },
-                    len: an.len() as u32,
-                });
-                let (half, bit) = (b / 8, 1u8 << (b % 8));
-                for k in 0..WINDOW {
-                    let m = &mut t.masks[k][half];
-                    let e = &mut t.folded[k][half];
-                    match w.get(k) {
-                        Some(&c) => {
-                            for lane in [0, 16] {
-                                m[0][lane + (c & 15) as usize] |= bit;
-                                m[1][lane + (c >> 4) as usize] |= bit;
-                            }
-                            e[fold_index(c)] |= bit;
-                        }
-                        // A short anchor: anything may follow.
-                        None => {
-                            for x in m.iter_mut().flat_map(|m| m.iter_mut()) {
-                                *x |= bit;
-                            }
-                            for x in e.iter_mut() {
-                                *x |= bit;
-                            }
-                        }
+    }
+
+    /// Put anchor `a`, found by its window at `off`, in bucket `b`.
+    fn add(&mut self, anchors: &[Vec<u8>], b: usize, a: u32, off: usize) {
+        let an = &anchors[a as usize];
+        let n = an.len().min(4);
+        let mut head = [0u8; 4];
+        head[..n].copy_from_slice(&an[..n]);
+        self.buckets[b].push(Entry {
+            anchor: a,
+            off: off as u32,
+            head: u32::from_le_bytes(head),
+            mask: if n == 4 {
+                u32::MAX
+            } else {
+                (1u32 << (8 * n)) - 1
+            },
+            len: an.len() as u32,
+        });
+        let (half, bit) = (b / 8, 1u8 << (b % 8));
+        for k in 0..WINDOW {
+            let m = &mut self.masks[k][half];
+            let e = &mut self.folded[k][half];
+            match an.get(off + k) {
+                Some(&c) => {
+                    for lane in [0, 16] {
+                        m[0][lane + (c & 15) as usize] |= bit;
+                        m[1][lane + (c >> 4) as usize] |= bit;
+                    }
+                    e[fold_index(c)] |= bit;
+                }
+                // A short anchor: anything may follow.
+                None => {
+                    for x in m.iter_mut().flat_map(|m| m.iter_mut()) {
+                        *x |= bit;
+                    }
+                    for x in e.iter_mut() {
+                        *x |= bit;
                     }
                 }
             }
+        }
+    }
+}
+
+/// A Markov chain over folded bytes ([`fold_index`]) from the byte-pair frequencies of
+/// transcripts ([`super::bigrams`]): the chance that a position starts a window.
+struct Chain {
+    /// Frequency of each byte.
+    one: [f64; 64],
+    /// Chance of byte `c` after byte `p`: `next[p][c]`.
+    next: [[f64; 64]; 64],
+}
+
+impl Chain {
+    fn get() -> &'static Chain {
+        static CHAIN: std::sync::OnceLock<Chain> = std::sync::OnceLock::new();
+        CHAIN.get_or_init(|| {
+            let pair: Vec<[f64; 64]> = super::bigrams::BIGRAM_COST
+                .iter()
+                .map(|row| row.map(|c| (-(c as f64) / 2.0).exp2()))
+                .collect();
+            let mut one = [0.0; 64];
+            let mut next = [[0.0; 64]; 64];
+            for p in 0..64 {
+                let sum: f64 = pair[p].iter().sum();
+                one[p] = sum;
+                for c in 0..64 {
+                    next[p][c] = pair[p][c] / sum;
+                }
+            }
+            let total: f64 = one.iter().sum();
+            one.iter_mut().for_each(|x| *x /= total);
+            Chain { one, next }
+        })
+    }
+
+    /// The chance that a position's bytes are in `sets` (per place, a bit per folded byte;
+    /// all bits: any byte).
+    fn chance(&self, sets: &[u64; WINDOW]) -> f64 {
+        // The set bits of `m`, lowest first.
+        let bits = |mut m: u64| {
+            std::iter::from_fn(move || {
+                (m != 0).then(|| {
+                    let c = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    c
+                })
+            })
         };
-        place(&short, first, nshort.max(1));
-        place(&long, first + nshort, nlong.max(1));
+        let mut v = [0.0; 64];
+        for c in bits(sets[0]) {
+            v[c] = self.one[c];
+        }
+        for k in 1..WINDOW {
+            if sets[k] == u64::MAX {
+                // Any byte from here on: the chance so far.
+                break;
+            }
+            let mut w = [0.0; 64];
+            for c in bits(sets[k]) {
+                w[c] = bits(sets[k - 1]).map(|p| v[p] * self.next[p][c]).sum();
+            }
+            v = w;
+        }
+        v.iter().sum()
     }
 }
 
