@@ -222,14 +222,32 @@ fn string_end(b: &[u8], mut i: usize) -> Option<(usize, u8)> {
 /// as their 3-byte generalized UTF-8 form so that [`encode`] writes them back as `\uXXXX`.
 /// Returns false on an invalid escape.
 pub fn decode(raw: &[u8], out: &mut Vec<u8>) -> bool {
+    decode_mapped(raw, out, &mut [])
+}
+
+/// [`decode`], and turn `at` (sorted offsets into `raw`) into offsets into `out`: the decoded
+/// position of each raw byte, the start of what its escape decodes to for a byte inside one.
+pub fn decode_mapped(raw: &[u8], out: &mut Vec<u8>, at: &mut [usize]) -> bool {
     out.clear();
     out.reserve(raw.len());
     let mut i = 0;
+    // The offsets not yet mapped.
+    let mut next = 0;
+    // Map the offsets below `end`: plain bytes `shift` bytes further in `raw` than in `out`,
+    // or (`shift` None) bytes of an escape whose bytes start at `out_len`.
+    let mut map = |end: usize, out_len: usize, shift: Option<usize>| {
+        while next < at.len() && at[next] < end {
+            at[next] = shift.map_or(out_len, |d| at[next] - d);
+            next += 1;
+        }
+    };
     while i < raw.len() {
         let Some(p) = memchr::memchr(b'\\', &raw[i..]) else {
+            map(usize::MAX, 0, Some(i - out.len()));
             out.extend_from_slice(&raw[i..]);
             break;
         };
+        map(i + p, 0, Some(i - out.len()));
         out.extend_from_slice(&raw[i..i + p]);
         i += p;
         let Some(&e) = raw.get(i + 1) else {
@@ -260,13 +278,16 @@ pub fn decode(raw: &[u8], out: &mut Vec<u8>) -> bool {
                         i += 6;
                     }
                 }
+                map(i, out.len(), None);
                 push_code_point(cp, out);
                 continue;
             }
             _ => return false,
         };
+        map(i, out.len(), None);
         out.push(c);
     }
+    map(usize::MAX, out.len(), None);
     true
 }
 
@@ -532,6 +553,37 @@ mod tests {
         })
         .unwrap();
         out
+    }
+
+    #[test]
+    fn decode_maps_raw_offsets_to_decoded_ones() {
+        // Every offset of a raw string holding each kind of escape, checked against decoding
+        // the raw bytes before the byte (or before the escape holding it).
+        let raw = br#"ab\ncd\"e\u00e9f\ud83d\ude00g\\h\/i\uD800j"#;
+        let mut at: Vec<usize> = (0..raw.len()).collect();
+        let mut out = Vec::new();
+        assert!(decode_mapped(raw, &mut out, &mut at));
+        let mut whole = Vec::new();
+        assert!(decode(raw, &mut whole));
+        assert_eq!(out, whole);
+        // Where each escape starts and how long it is in `raw`.
+        let mut starts = vec![0; raw.len()];
+        let mut k = 0;
+        while k < raw.len() {
+            let len = match (raw[k], raw.get(k + 1)) {
+                (b'\\', Some(b'u')) if raw[k..].starts_with(br"\ud83d\u") => 12,
+                (b'\\', Some(b'u')) => 6,
+                (b'\\', _) => 2,
+                _ => 1,
+            };
+            starts[k..k + len].iter_mut().for_each(|s| *s = k);
+            k += len;
+        }
+        for (i, &d) in at.iter().enumerate() {
+            let mut prefix = Vec::new();
+            assert!(decode(&raw[..starts[i]], &mut prefix));
+            assert_eq!(d, prefix.len(), "raw offset {i}");
+        }
     }
 
     #[test]

@@ -220,9 +220,31 @@ impl Redactor {
         st: &mut LineState,
     ) {
         let (s, e) = (tok.start, tok.end);
-        let Some(text) = decoded(&line[s..e], tok.flags) else {
-            st.ok = false;
-            return;
+        // The occurrences the raw line showed, in the decoded string: where no escape can hide
+        // a keyword (no `\u`, no `\/`), the decoded string holds no others (the checks after a
+        // keyword read simple escapes as what they stand for), so it is not scanned again.
+        let mut mapped = (!full && !hidden).then(|| {
+            val_hits
+                .iter()
+                .map(|h| Hit {
+                    rule: h.rule,
+                    pos: h.pos - s,
+                })
+                .collect::<Vec<Hit>>()
+        });
+        let text = if tok.flags == 0 {
+            std::borrow::Cow::Borrowed(&line[s..e])
+        } else {
+            let mut at: Vec<usize> = mapped.iter().flatten().map(|h| h.pos).collect();
+            let mut buf = Vec::new();
+            if !json::decode_mapped(&line[s..e], &mut buf, &mut at) {
+                st.ok = false;
+                return;
+            }
+            for (h, p) in mapped.iter_mut().flatten().zip(at) {
+                h.pos = p;
+            }
+            std::borrow::Cow::Owned(buf)
         };
         let ktext = match key {
             Some((ks, ke, kf)) if full || !key_hits.is_empty() || key_hidden => {
@@ -274,6 +296,7 @@ impl Redactor {
                 }
                 cur = std::borrow::Cow::Owned(new);
                 reps = None;
+                mapped = None;
             }
         }
         for round in 0..MAX_ROUNDS {
@@ -281,18 +304,13 @@ impl Redactor {
             if full {
                 self.engine.find_all(&cur, false, &mut found);
             } else if round > 0 || !val_hits.is_empty() || hidden {
-                let mut hits: Vec<Hit> = if round == 0 && tok.flags == 0 {
-                    val_hits
-                        .iter()
-                        .map(|h| Hit {
-                            rule: h.rule,
-                            pos: h.pos - s,
-                        })
-                        .collect()
-                } else {
-                    let mut v = Vec::new();
-                    self.engine.hits(&cur, false, &mut v);
-                    v
+                let mut hits: Vec<Hit> = match mapped.take() {
+                    Some(m) if round == 0 => m,
+                    _ => {
+                        let mut v = Vec::new();
+                        self.engine.hits(&cur, false, &mut v);
+                        v
+                    }
                 };
                 self.engine.find(&cur, &mut hits, &mut found);
             }
@@ -527,14 +545,30 @@ impl Redactor {
         };
         let in_array = matches!(frames.last(), Some(Frame::Arr(_)));
         let raw = &line[tok.start..tok.end];
-        let has = |n: &[u8]| memchr::memmem::find(raw, n).is_some();
+        // The markers read as decoded: `\u0020` may stand for the space of `-----BEGIN `, and a
+        // redaction elsewhere in the string writes it back as a plain space, which the next run
+        // would then see.
+        let text = match tok.flags & esc::U {
+            0 => std::borrow::Cow::Borrowed(raw),
+            _ => decoded(raw, tok.flags).unwrap_or(std::borrow::Cow::Borrowed(raw)),
+        };
+        let has = |n: &[u8]| memchr::memmem::find(&text, n).is_some();
         // Which array this string is in: depth and the frame around the array.
         let array = (frames.len(), frames.len().checked_sub(2).map(|i| frames[i]));
         if st.pem.is_some_and(|a| a != array || !in_array) {
             st.pem = None;
         }
         if st.pem.is_none() {
-            if in_array && has(b"-----BEGIN ") && has(b"PRIVATE KEY") && !has(b"-----END ") {
+            // Open: a key's BEGIN line with neither its END nor a placeholder after it (a
+            // block redacted whole, up to a mismatched END, must stay closed on the next run).
+            let open = in_array
+                && has(b"PRIVATE KEY")
+                && memchr::memmem::rfind(&text, b"-----BEGIN ").is_some_and(|b| {
+                    let after = &text[b..];
+                    memchr::memmem::find(after, b"-----END ").is_none()
+                        && !self.placeholder_re.is_match(after)
+                });
+            if open {
                 st.pem = Some(array);
                 st.pem_reported = false;
             }
