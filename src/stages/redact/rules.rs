@@ -911,7 +911,7 @@ pub static RULES: &[Rule] = &[
         id: "facebook-access-token",
         title: "Facebook access token",
         description: "A Facebook (Meta) page or user access token (`EAAM…`/`EAAC…` and 100+ alphanumerics), and an app access token (`<app id>|<app secret>`) near the word Facebook.",
-        regex: r"(?:^|[^A-Za-z0-9])(?P<secret>EAA[MC][A-Za-z0-9]{100,})(?:[^A-Za-z0-9]|$)|(?i:facebook)(?s:.){0,100}?[^\w|](?P<secret2>\d{15,16}(?:\||%7[Cc])[\w-]{27,40})(?:[^\w-]|$)",
+        regex: r"(?:^|[^A-Za-z0-9])(?P<secret>EAA[MC][A-Za-z0-9]{100,2048})(?:[^A-Za-z0-9]|$)|(?i:facebook)(?s:.){0,100}?[^\w|](?P<secret2>\d{15,16}(?:\||%7[Cc])[\w-]{27,40})(?:[^\w-]|$)",
         keywords: &[cs("EAAM", Tail(Alnum, 100)), cs("EAAC", Tail(Alnum, 100)), ci("facebook", Any)],
         before: 1,
         checks: &[Entropy(3.5)],
