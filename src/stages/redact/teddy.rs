@@ -307,6 +307,27 @@ pub(super) fn available() -> bool {
 }
 
 impl Teddy {
+    /// The candidates (position and bucket) of the byte tables over `text`, one position at a
+    /// time: what the AVX-512 path reports, on any CPU (the AVX2 path's nibble masks report a
+    /// superset).
+    #[cfg(test)]
+    pub(super) fn count_exact(&self, text: &[u8]) -> usize {
+        (0..text.len())
+            .map(|i| {
+                (0..self.halves)
+                    .map(|h| {
+                        (0..WINDOW).fold(0xFFu8, |acc, k| {
+                            // Past the end: the padding byte of the SIMD paths.
+                            let b = text.get(i + k).copied().unwrap_or(0xFF);
+                            acc & self.folded[k][h][fold_index(b)]
+                        })
+                    })
+                    .map(|m| m.count_ones() as usize)
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+
     /// The anchors of `bucket` with their window offsets.
     pub(super) fn bucket(&self, b: usize) -> &[Entry] {
         &self.buckets[b]
