@@ -543,7 +543,16 @@ impl Redactor {
         let Some(rule) = self.pem_rule else {
             return false;
         };
-        let in_array = matches!(frames.last(), Some(Frame::Arr(_)));
+        // Blocks are split over the strings of one array: other strings take no part.
+        if !matches!(frames.last(), Some(Frame::Arr(_))) {
+            st.pem = None;
+            return false;
+        }
+        // Which array this string is in: depth and the frame around the array.
+        let array = (frames.len(), frames.len().checked_sub(2).map(|i| frames[i]));
+        if st.pem.is_some_and(|a| a != array) {
+            st.pem = None;
+        }
         let raw = &line[tok.start..tok.end];
         // The markers read as decoded: `\u0020` may stand for the space of `-----BEGIN `, and a
         // redaction elsewhere in the string writes it back as a plain space, which the next run
@@ -553,16 +562,10 @@ impl Redactor {
             _ => decoded(raw, tok.flags).unwrap_or(std::borrow::Cow::Borrowed(raw)),
         };
         let has = |n: &[u8]| memchr::memmem::find(&text, n).is_some();
-        // Which array this string is in: depth and the frame around the array.
-        let array = (frames.len(), frames.len().checked_sub(2).map(|i| frames[i]));
-        if st.pem.is_some_and(|a| a != array || !in_array) {
-            st.pem = None;
-        }
         if st.pem.is_none() {
             // Open: a key's BEGIN line with neither its END nor a placeholder after it (a
             // block redacted whole, up to a mismatched END, must stay closed on the next run).
-            let open = in_array
-                && has(b"PRIVATE KEY")
+            let open = has(b"PRIVATE KEY")
                 && memchr::memmem::rfind(&text, b"-----BEGIN ").is_some_and(|b| {
                     let after = &text[b..];
                     memchr::memmem::find(after, b"-----END ").is_none()
