@@ -93,14 +93,33 @@ pub fn mutate(
     let f = input::open(&s.path)?;
     let mut out = Vec::with_capacity(f.data.len());
     let mut sink = SpanWriter::new(&mut out);
-    let report = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
+    // The fork carries the session's other files too: what any of them shows is known in all.
+    let known = session_known(s, pipeline);
+    let report = pipeline
+        .run_buffer_known(&f.data, &origin, &mut sink, false, &known)?
+        .0;
     sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
     drop(sink);
     if opts.dry_run {
         return Ok((report, Written::DryRun));
     }
-    let (id, path) = fork(s, &out, pipeline)?;
+    let (id, path) = fork(s, &out, pipeline, &known)?;
     Ok((report, Written::Forked { id, path }))
+}
+
+/// What the files of session `s` (backups aside) show of secrets, together.
+fn session_known(s: &SessionFile, pipeline: &Pipeline) -> crate::stages::redact::known::Known {
+    let members: Vec<PathBuf> = s
+        .members()
+        .into_iter()
+        .filter(|m| m.part != Part::Backup)
+        .map(|m| m.path)
+        .collect();
+    if members.len() < 2 {
+        return Default::default();
+    }
+    let paths: Vec<&Path> = members.iter().map(PathBuf::as_path).collect();
+    runner::known_of_files(pipeline, &paths)
 }
 
 /// A backup suffix (`.cchist-bak.<stamp>`) whose name sorts after every earlier backup of
@@ -278,7 +297,12 @@ fn describe_change(now: &[u8], then: &Fingerprint) -> String {
 /// aside) copied through the pipeline: sub-agent transcripts through all of it, JSON documents
 /// through the stages that apply to copies, text through the text stages — so a redacting
 /// pipeline never copies a secret into the fork.
-fn fork(s: &SessionFile, bytes: &[u8], pipeline: &Pipeline) -> Result<(String, PathBuf)> {
+fn fork(
+    s: &SessionFile,
+    bytes: &[u8],
+    pipeline: &Pipeline,
+    known: &crate::stages::redact::known::Known,
+) -> Result<(String, PathBuf)> {
     let id = uuid::Uuid::new_v4().to_string();
     let old_ids = session_ids(bytes, &s.id);
     let path = s.project_dir.join(format!("{id}.jsonl"));
@@ -298,12 +322,18 @@ fn fork(s: &SessionFile, bytes: &[u8], pipeline: &Pipeline) -> Result<(String, P
             Part::Subagent => {
                 let mut out = Vec::with_capacity(data.len());
                 let mut sink = SpanWriter::new(&mut out);
-                pipeline.run_buffer(&data, &origin, &mut sink)?;
+                pipeline.run_buffer_known(&data, &origin, &mut sink, false, known)?;
                 drop(sink);
                 rewrite_session_id(&out, &old_ids, &id)
             }
-            Part::Document => pipeline.run_copy(&data, &origin)?.0.unwrap_or(data),
-            _ => pipeline.run_text(&data, &origin)?.0.unwrap_or(data),
+            Part::Document => pipeline
+                .run_copy_known(&data, &origin, known)?
+                .0
+                .unwrap_or(data),
+            _ => pipeline
+                .run_text_known(&data, &origin, known)?
+                .0
+                .unwrap_or(data),
         };
         let dest = new_comp.join(rel);
         if let Some(dir) = dest.parent() {

@@ -5,6 +5,24 @@ use std::path::PathBuf;
 use cchist::engine::runner::Mode;
 use clap::{Args, ValueEnum};
 
+/// `--propagate`: how far a secret found in one file reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PropagateArg {
+    /// The files of one session.
+    Session,
+    /// Every session of one project folder.
+    Project,
+}
+
+impl From<PropagateArg> for cchist::engine::runner::Propagate {
+    fn from(p: PropagateArg) -> Self {
+        match p {
+            PropagateArg::Session => cchist::engine::runner::Propagate::Session,
+            PropagateArg::Project => cchist::engine::runner::Propagate::Project,
+        }
+    }
+}
+
 /// Input and output options shared by every transforming command.
 #[derive(Args, Debug, Clone)]
 pub struct IoArgs {
@@ -50,6 +68,11 @@ pub struct IoArgs {
     /// Worker threads for multiple files (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// How far a secret found in one file is replaced in the others: over the files of its
+    /// session (transcript, sub-agents, tool results, metadata), or over every session of
+    /// its project.
+    #[arg(long, value_name = "SCOPE", value_enum, default_value_t = PropagateArg::Session)]
+    pub propagate: PropagateArg,
     /// Report format: `json` prints the per-file report as JSON on stdout (with --dry-run,
     /// --in-place or --out-dir).
     #[command(flatten)]

@@ -65,6 +65,10 @@ pub struct CheckArgs {
     /// Worker threads (default: all cores).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<usize>,
+    /// How far a secret found in one file is reported in the others (as an echo): over the
+    /// files of its session, or over every session of its project.
+    #[arg(long, value_name = "SCOPE", value_enum, default_value_t = super::args::PropagateArg::Session)]
+    pub propagate: super::args::PropagateArg,
 }
 
 pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
@@ -127,8 +131,14 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
-    let outcomes =
-        super::progress::run_with_bar(&pipeline, &walk.inputs, Mode::DryRun, args.jobs, args.quiet);
+    let outcomes = super::progress::run_with_bar(
+        &pipeline,
+        &walk.inputs,
+        Mode::DryRun,
+        args.jobs,
+        args.quiet,
+        args.propagate.into(),
+    );
 
     let mut status = ExitStatus::Ok;
     let mut files: Vec<FileFindings> = Vec::new();

@@ -172,13 +172,16 @@ fn session_end(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Don
     };
     let (files, refused) = fence.members(&transcript);
     let (mut failures, mut changed) = (Vec::new(), 0);
+    // One set of known secrets for the whole session: what one file showed is replaced in all.
+    let paths: Vec<&std::path::Path> = files.iter().map(|m| m.path.as_path()).collect();
+    let seed = runner::known_of_files(&file.pipeline, &paths);
     for m in &files {
         let rel = m.path.file_name().map(Into::into).unwrap_or_default();
         let input = Input::File {
             path: m.path.clone(),
             rel,
         };
-        match runner::run_one(&file.pipeline, &input, &mode) {
+        match runner::run_one_known(&file.pipeline, &input, &mode, &seed) {
             Ok(r) => changed += usize::from(r.changed),
             Err(e) => failures.push(e.to_string()),
         }

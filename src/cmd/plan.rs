@@ -162,6 +162,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         mode.clone(),
         io.jobs,
         io.quiet || mode == Mode::Stdout,
+        io.propagate.into(),
     );
     outcomes.extend(refused);
     report(&outcomes, &mode, io.json(), &[])
@@ -338,6 +339,7 @@ fn all(
         mode.clone(),
         io.jobs,
         io.quiet || mode == Mode::Stdout,
+        io.propagate.into(),
     );
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
     if !io.json() && outcomes.len() <= 1 {

@@ -55,12 +55,14 @@ pub fn run_with_bar(
     mode: cchist::engine::runner::Mode,
     jobs: Option<usize>,
     quiet: bool,
+    propagate: cchist::engine::runner::Propagate,
 ) -> Vec<cchist::engine::runner::Outcome> {
     let bar = bar(inputs, quiet);
     let opts = cchist::engine::runner::RunOptions {
         mode,
         jobs,
         on_done: bar.as_ref().map(|b| on_done(b, inputs.len())),
+        propagate,
     };
     let outcomes = cchist::engine::runner::run_all(pipeline, inputs, &opts);
     if let Some(b) = bar {

@@ -9,11 +9,22 @@ use serde::{Deserialize, Serialize};
 use crate::engine::diff::{Event, Trace};
 use crate::error::{Error, Origin, Result};
 use crate::findings::Finding;
-use crate::io::output::Sink;
+use crate::io::output::{Recording, Sink};
 use crate::io::{framing, input};
-use crate::stages::{Cx, Scope, Stage, StageStats, Verdict};
+use crate::stages::redact::known::Known;
+use crate::stages::redact::{json, remove_thinking};
+use crate::stages::{Cx, Scope, Secrets, Stage, StageStats, Verdict};
 use crate::transcript::record::{check_json, describe_invalid, Record};
 use crate::transcript::session::{FastMap, Session};
+
+/// How much of a stream (stdin) a pipeline that finds secrets reads before it writes: a
+/// stream up to this size gives exactly the output of the same bytes as a file (every
+/// occurrence of a secret found anywhere in it replaced). Past it, the stream is processed in
+/// chunks, and a secret is replaced from the chunk where it is found on ([`FORWARD_ONLY`]).
+pub const KNOWN_BUFFER: usize = 64 << 20;
+
+/// The counter set when a stream was longer than [`KNOWN_BUFFER`].
+pub const FORWARD_ONLY: &str = "stdin-propagation-forward-only";
 
 /// What to do with a line that is not valid JSON.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -137,38 +148,276 @@ impl Pipeline {
         sink: &mut dyn Sink,
         trace: bool,
     ) -> Result<(FileReport, Option<Box<Trace>>)> {
+        let (report, trace, _) =
+            self.run_buffer_known(data, origin, sink, trace, &Known::default())?;
+        Ok((report, trace))
+    }
+
+    /// [`Pipeline::run_buffer_traced`] knowing the secrets `seed` from the start (those of
+    /// the session's other files, or the user's): their occurrences are replaced too. Also
+    /// returns every secret known at the end (the seed and what this input showed).
+    ///
+    /// When a stage finds secrets, the output is recorded first ([`Recording`]: only the
+    /// bytes that differ from the input are held), then written line by line with every
+    /// occurrence of a known secret replaced: an echo before the first finding is replaced as
+    /// one after it, and a record any stage added or changed is covered whatever the order of
+    /// the stages.
+    pub fn run_buffer_known(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        sink: &mut dyn Sink,
+        trace: bool,
+        seed: &Known,
+    ) -> Result<(FileReport, Option<Box<Trace>>, Known)> {
         self.precheck(data, origin)?;
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = Cx::new(origin.clone());
+        cx.known = seed.clone();
         if trace {
             cx.trace = Some(Box::default());
         }
-        let mut out = Out::new(sink, data);
-        if self.needs_session() {
-            self.run_session(data, &mut cx, &mut report, &mut out)?;
-        } else {
-            self.run_records(data, 1, &mut cx, &mut report, &mut out)?;
+        let pass = self.secret_pass();
+        let mut recording = Recording::new(data);
+        {
+            let target: &mut dyn Sink = if pass == Secrets::Ignores {
+                &mut *sink
+            } else {
+                &mut recording
+            };
+            let mut out = Out::new(target, data);
+            if self.needs_session() {
+                self.run_session(data, &mut cx, &mut report, &mut out)?;
+            } else {
+                self.run_records(data, 1, &mut cx, &mut report, &mut out)?;
+            }
+            out.flush().map_err(|e| Error::io(origin, "write", e))?;
         }
-        out.flush().map_err(|e| Error::io(origin, "write", e))?;
+        if pass != Secrets::Ignores {
+            self.write_known(recording.pieces(), 1, pass, &mut cx, &mut report, sink)?;
+        }
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
         report.counters = cx.counters;
-        Ok((report, cx.trace))
+        Ok((report, cx.trace, cx.known))
+    }
+
+    /// The secrets the stages that find them see in `data` (as text when `text`, else line
+    /// by line as records are), without running anything else or writing anything: what one
+    /// file of a session contributes to what the whole session knows.
+    pub fn known_in(&self, data: &[u8], text: bool, origin: &Origin) -> Result<Known> {
+        let mut cx = Cx::new(origin.clone());
+        let finders: Vec<&dyn Stage> = self
+            .stages
+            .iter()
+            .filter(|s| s.secrets() != Secrets::Ignores)
+            .map(|s| s.as_ref())
+            .collect();
+        if finders.is_empty() {
+            return Ok(Known::default());
+        }
+        if text {
+            for s in &finders {
+                s.text(data, &mut cx)?;
+            }
+        } else {
+            for l in framing::lines(data, 1) {
+                let mut rec = Record::from_line(l);
+                for s in &finders {
+                    s.record(&mut rec, &mut cx)?;
+                }
+                // Findings are not needed, only what they made known.
+                cx.findings.clear();
+            }
+        }
+        Ok(cx.known)
+    }
+
+    /// What the pipeline does with secrets: replaces them when a stage does, else reports
+    /// them when a stage does.
+    pub fn secret_pass(&self) -> Secrets {
+        let mut pass = Secrets::Ignores;
+        for s in &self.stages {
+            match s.secrets() {
+                Secrets::Replaces => return Secrets::Replaces,
+                Secrets::Reports => pass = Secrets::Reports,
+                Secrets::Ignores => {}
+            }
+        }
+        pass
+    }
+
+    /// The index of the last stage that handles secrets (their echoes are counted there).
+    fn last_secret_stage(&self) -> Option<usize> {
+        self.stages
+            .iter()
+            .rposition(|s| s.secrets() != Secrets::Ignores)
+    }
+
+    /// Write recorded output to `sink` with every occurrence of a secret in `cx.known`
+    /// replaced (or, when `pass` only reports, reported): each one a finding of kind echo,
+    /// unless the same string of the same line already has a finding of that secret.
+    fn write_known<'p>(
+        &self,
+        pieces: impl Iterator<Item = (&'p [u8], bool)>,
+        first_line: usize,
+        pass: Secrets,
+        cx: &mut Cx,
+        report: &mut FileReport,
+        sink: &mut dyn Sink,
+    ) -> Result<()> {
+        let origin = cx.origin.clone();
+        let io = |e| Error::io(&origin, "write", e);
+        let echoes = if cx.known.is_empty() {
+            None
+        } else {
+            cx.known.echoes()
+        };
+        let Some(echoes) = echoes else {
+            for (bytes, _) in pieces {
+                sink.put_span(bytes).map_err(io)?;
+            }
+            return Ok(());
+        };
+        let replace = pass == Secrets::Replaces;
+        let seen: foldhash::HashSet<(usize, Option<String>, Option<String>)> = cx
+            .findings
+            .iter()
+            .map(|f| (f.line, f.path.clone(), f.fingerprint.clone()))
+            .collect();
+        let (mut line_no, mut echoed, mut changed_lines, mut removed) =
+            (first_line.saturating_sub(1), 0u64, 0u64, 0u64);
+        let mut delta: i64 = 0;
+        for (bytes, _) in pieces {
+            // The start of the run of lines written as they are.
+            let mut pending = 0usize;
+            let mut at = 0usize;
+            for l in framing::lines(bytes, line_no + 1) {
+                let start = at;
+                at += l.body.len() + l.term.bytes().len();
+                line_no = l.number;
+                let Some(el) = echoes.line(l.body) else {
+                    continue;
+                };
+                let mut uuid = None;
+                for e in &el.echoes {
+                    let k = echoes.secret(e.secret);
+                    let path = e.path.as_deref().map(json::render);
+                    let fp = (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone());
+                    if seen.contains(&(l.number, path.clone(), fp.clone())) {
+                        continue;
+                    }
+                    let uuid = uuid
+                        .get_or_insert_with(|| {
+                            Record::from_line(l)
+                                .header()
+                                .and_then(|h| h.uuid().map(str::to_string))
+                        })
+                        .clone();
+                    cx.findings.push(Finding {
+                        rule: k.rule.clone(),
+                        line: l.number,
+                        uuid,
+                        path,
+                        fingerprint: fp,
+                        message: "another occurrence of a secret found in this session".into(),
+                        kind: Some(crate::findings::ECHO),
+                    });
+                    echoed += 1;
+                }
+                if !replace {
+                    continue;
+                }
+                sink.put_span(&bytes[pending..start]).map_err(io)?;
+                pending = at;
+                changed_lines += 1;
+                let mut out = Vec::new();
+                if el.blocks.is_empty() {
+                    out.extend_from_slice(&el.line);
+                    out.extend_from_slice(l.term.bytes());
+                } else {
+                    let mut rec = Record::from_line(framing::Line {
+                        body: &el.line,
+                        term: l.term,
+                        number: l.number,
+                    });
+                    removed += remove_thinking(&mut rec, &el.blocks);
+                    rec.write_to(&mut out);
+                }
+                delta += out.len() as i64 - (at - start) as i64;
+                sink.put_span(&out).map_err(io)?;
+            }
+            sink.put_span(&bytes[pending..]).map_err(io)?;
+        }
+        if echoed > 0 {
+            cx.count("redact/echoes", echoed);
+            cx.findings.sort_by_key(|f| f.line);
+        }
+        if removed > 0 {
+            cx.count("redact/thinking-blocks-removed", removed);
+        }
+        if changed_lines > 0 {
+            report.changed = true;
+            report.bytes_out = (report.bytes_out as i64 + delta).max(0) as u64;
+            if let Some(i) = self.last_secret_stage() {
+                report.stages[i].1.changed += changed_lines;
+            }
+        }
+        Ok(())
     }
 
     /// Run the stages' text transformation over a plain-text companion file; returns the new
     /// text when some stage changed it.
     pub fn run_text(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
+        self.run_text_known(data, origin, &Known::default())
+    }
+
+    /// [`Pipeline::run_text`] knowing the secrets `seed`: their occurrences are replaced too.
+    pub fn run_text_known(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        seed: &Known,
+    ) -> Result<(Option<Vec<u8>>, FileReport)> {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = Cx::new(origin.clone());
+        cx.known = seed.clone();
         let mut current: Option<Vec<u8>> = None;
         for (i, stage) in self.stages.iter().enumerate() {
             let input = current.as_deref().unwrap_or(data);
             if let Some(new) = stage.text(input, &mut cx)? {
                 if new != input {
                     report.stages[i].1.changed += 1;
+                    current = Some(new);
+                }
+            }
+        }
+        let pass = self.secret_pass();
+        if let Some(echoes) = (pass != Secrets::Ignores && !cx.known.is_empty())
+            .then(|| cx.known.echoes())
+            .flatten()
+        {
+            let input = current.as_deref().unwrap_or(data);
+            if let Some((new, found)) = echoes.text(input) {
+                for e in &found {
+                    let k = echoes.secret(e.secret);
+                    cx.findings.push(Finding {
+                        rule: k.rule.clone(),
+                        line: 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count(),
+                        uuid: None,
+                        path: None,
+                        fingerprint: (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone()),
+                        message: "another occurrence of a secret found in this session".into(),
+                        kind: Some(crate::findings::ECHO),
+                    });
+                }
+                cx.count("redact/echoes", found.len() as u64);
+                if pass == Secrets::Replaces {
+                    if let Some(i) = self.last_secret_stage() {
+                        report.stages[i].1.changed += 1;
+                    }
                     current = Some(new);
                 }
             }
@@ -185,9 +434,20 @@ impl Pipeline {
     /// line through their record transformation, any other line through their text one.
     /// Returns the new bytes when something changed.
     pub fn run_copy(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
+        self.run_copy_known(data, origin, &Known::default())
+    }
+
+    /// [`Pipeline::run_copy`] knowing the secrets `seed`: their occurrences are replaced too.
+    pub fn run_copy_known(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        seed: &Known,
+    ) -> Result<(Option<Vec<u8>>, FileReport)> {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = Cx::new(origin.clone());
+        cx.known = seed.clone();
         let mut out = Vec::new();
         let mut changed = false;
         let copy_stages: Vec<(usize, &dyn Stage)> = self
@@ -233,6 +493,29 @@ impl Pipeline {
         }
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         drop(sink);
+        let pass = self.secret_pass();
+        if pass != Secrets::Ignores && !cx.known.is_empty() {
+            let before = if changed { &out[..] } else { data };
+            let mut echoed = Vec::with_capacity(before.len());
+            let was = report.changed;
+            report.changed = false;
+            {
+                let mut w = crate::io::output::SpanWriter::new(&mut echoed);
+                self.write_known(
+                    std::iter::once((before, false)),
+                    1,
+                    pass,
+                    &mut cx,
+                    &mut report,
+                    &mut w,
+                )?;
+            }
+            if report.changed {
+                changed = true;
+                out = echoed;
+            }
+            report.changed = was;
+        }
         report.changed = changed;
         report.records_out = report.records;
         report.bytes_out = if changed { out.len() } else { data.len() } as u64;
@@ -265,15 +548,46 @@ impl Pipeline {
             let data = input::read_all(reader, origin)?;
             return self.run_buffer(&data, origin, sink);
         }
+        let pass = self.secret_pass();
+        let mut reader: Box<dyn Read + '_> = Box::new(reader);
+        let mut forward_only = false;
+        if pass != Secrets::Ignores {
+            // Up to KNOWN_BUFFER bytes, the same output as the same bytes in a file: every
+            // occurrence of a secret found anywhere in them is replaced.
+            let mut head = Vec::new();
+            (&mut reader)
+                .take(KNOWN_BUFFER as u64 + 1)
+                .read_to_end(&mut head)
+                .map_err(|e| Error::io(origin, "read", e))?;
+            if head.len() <= KNOWN_BUFFER {
+                return self.run_buffer(&head, origin, sink);
+            }
+            forward_only = true;
+            reader = Box::new(std::io::Cursor::new(head).chain(reader));
+        }
         let mut report = self.new_report();
         let mut cx = Cx::new(origin.clone());
         input::stream_chunks(reader, origin, |chunk, first| {
             report.bytes_in += chunk.len() as u64;
-            let mut out = Out::new(sink, chunk);
-            self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
-            out.flush().map_err(|e| Error::io(origin, "write", e))?;
+            if pass == Secrets::Ignores {
+                let mut out = Out::new(sink, chunk);
+                self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
+                out.flush().map_err(|e| Error::io(origin, "write", e))?;
+            } else {
+                // Past the buffer, forward only: what a chunk shows is known from it on.
+                let mut recording = Recording::new(chunk);
+                {
+                    let mut out = Out::new(&mut recording, chunk);
+                    self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
+                    out.flush().map_err(|e| Error::io(origin, "write", e))?;
+                }
+                self.write_known(recording.pieces(), first, pass, &mut cx, &mut report, sink)?;
+            }
             sink.finish().map_err(|e| Error::io(origin, "write", e))
         })?;
+        if forward_only {
+            cx.count(FORWARD_ONLY, 1);
+        }
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok(report)

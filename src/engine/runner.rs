@@ -12,6 +12,20 @@ use crate::error::{Error, Origin, Result};
 use crate::io::input::{self, Input};
 use crate::io::lock;
 use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter, BACKUP_MARK};
+use crate::stages::redact::known::Known;
+use crate::stages::Secrets;
+
+/// How far the secrets found in one file of a run reach ([`RunOptions::propagate`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Propagate {
+    /// Over the files of the same session (transcript, sub-agents, tool results, metadata,
+    /// backups): the default. What one session leaked is replaced in all of it.
+    #[default]
+    Session,
+    /// Over every session of the same project folder: a key pasted in one session and
+    /// echoed bare in another is replaced in both.
+    Project,
+}
 
 /// Where output goes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -48,6 +62,8 @@ pub struct RunOptions {
     /// Called once per input as it is done (from worker threads): what a progress display
     /// counts.
     pub on_done: Option<OnDone>,
+    /// How far a secret found in one input reaches into the others.
+    pub propagate: Propagate,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -68,20 +84,89 @@ pub struct Outcome {
     pub result: Result<FileReport>,
 }
 
+/// The secrets the files at `paths` show, together ([`Pipeline::known_in`] of each, run in
+/// parallel): what a session knows before any of its files is written. A file that cannot be
+/// read adds nothing (running it reports the error).
+pub fn known_of_files(pipeline: &Pipeline, paths: &[&Path]) -> Known {
+    if pipeline.secret_pass() == Secrets::Ignores {
+        return Known::default();
+    }
+    let each: Vec<Known> = paths
+        .par_iter()
+        .map(|p| {
+            let origin = Origin::file(p);
+            input::open(p)
+                .and_then(|f| {
+                    let text = Treatment::of_path(p) == Treatment::Text;
+                    pipeline.known_in(&f.data, text, &origin)
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let mut all = Known::default();
+    for k in &each {
+        all.merge(k);
+    }
+    all
+}
+
+/// For each input, the secrets of the other inputs of its session (or project, as
+/// `propagate` says). The union does not depend on the order of the inputs or on how many
+/// run at once, so neither does the output. A file alone in its group gets none: its own
+/// run already replaces every occurrence of what it shows.
+fn seeds(
+    pipeline: &Pipeline,
+    inputs: &[Input],
+    propagate: Propagate,
+) -> Vec<std::sync::Arc<Known>> {
+    use std::collections::BTreeMap;
+    let none = std::sync::Arc::new(Known::default());
+    let mut seeds = vec![none; inputs.len()];
+    if pipeline.secret_pass() == Secrets::Ignores || inputs.len() < 2 {
+        return seeds;
+    }
+    let mut groups: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
+    for (i, inp) in inputs.iter().enumerate() {
+        if let Input::File { path, .. } = inp {
+            let main = crate::claude::layout::owning_session_of(path).path;
+            let key = match propagate {
+                Propagate::Session => main,
+                Propagate::Project => main.parent().map(Path::to_path_buf).unwrap_or(main),
+            };
+            groups.entry(key).or_default().push(i);
+        }
+    }
+    for members in groups.values().filter(|m| m.len() > 1) {
+        let paths: Vec<&Path> = members
+            .iter()
+            .filter_map(|&i| match &inputs[i] {
+                Input::File { path, .. } => Some(path.as_path()),
+                Input::Stdin => None,
+            })
+            .collect();
+        let known = std::sync::Arc::new(known_of_files(pipeline, &paths));
+        for &i in members {
+            seeds[i] = known.clone();
+        }
+    }
+    seeds
+}
+
 /// Process every input with `pipeline`. Never stops at the first failing file: each
 /// failure is reported in its [`Outcome`].
 pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<Outcome> {
+    let seeds = seeds(pipeline, inputs, opts.propagate);
     if opts.mode == Mode::Stdout {
         // Output order is input order; stream each file straight to stdout.
         let stdout = io::stdout();
         let mut lock = BufWriter::with_capacity(1 << 16, stdout.lock());
         let mut outcomes = Vec::new();
         let mut broken = false;
-        for inp in inputs {
+        for (inp, seed) in inputs.iter().zip(&seeds) {
             let result = if broken {
                 Err(Error::Other("output closed".into()))
             } else {
-                let r = run_one_to(pipeline, inp, &mut lock);
+                let r = run_one_to_known(pipeline, inp, &mut lock, seed);
                 if let Err(Error::Io { source, .. }) = &r {
                     broken = source.kind() == io::ErrorKind::BrokenPipe;
                 }
@@ -101,8 +186,9 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
     let work = || {
         inputs
             .par_iter()
-            .map(|inp| {
-                let result = run_one(pipeline, inp, &opts.mode);
+            .zip(&seeds)
+            .map(|(inp, seed)| {
+                let result = run_one_known(pipeline, inp, &opts.mode, seed);
                 if let Some(f) = &opts.on_done {
                     f(inp);
                 }
@@ -128,13 +214,41 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
 
 /// Run `pipeline` on one input, writing the whole output to `w`.
 pub fn run_one_to(pipeline: &Pipeline, inp: &Input, w: &mut dyn Write) -> Result<FileReport> {
+    run_one_to_known(pipeline, inp, w, &Known::default())
+}
+
+/// [`run_one_to`] knowing the secrets `seed` (the session's other files').
+fn run_one_to_known(
+    pipeline: &Pipeline,
+    inp: &Input,
+    w: &mut dyn Write,
+    seed: &Known,
+) -> Result<FileReport> {
     let origin = inp.origin();
+    if let Input::File { path, .. } = inp {
+        match Treatment::of_path(path) {
+            Treatment::Records => {}
+            t => {
+                let f = input::open(path)?;
+                let (new, r) = if t == Treatment::Text {
+                    pipeline.run_text_known(&f.data, &origin, seed)?
+                } else {
+                    pipeline.run_copy_known(&f.data, &origin, seed)?
+                };
+                w.write_all(new.as_deref().unwrap_or(&f.data))
+                    .map_err(|e| Error::io(&Origin::stdin(), "write", e))?;
+                return Ok(r);
+            }
+        }
+    }
     let mut sink = SpanWriter::new(w);
     let report = match inp {
         Input::Stdin => pipeline.run_stdin(&mut sink)?,
         Input::File { path, .. } => {
             let f = input::open(path)?;
-            let r = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
+            let r = pipeline
+                .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
+                .0;
             sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
             r
         }
@@ -176,15 +290,30 @@ impl Treatment {
 
 /// Run `pipeline` on one input in a file-writing mode.
 pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileReport> {
+    run_one_known(pipeline, inp, mode, &Known::default())
+}
+
+/// [`run_one`] knowing the secrets `seed`: those of the other files of the input's session
+/// ([`session_known`]), replaced wherever they occur in this one.
+pub fn run_one_known(
+    pipeline: &Pipeline,
+    inp: &Input,
+    mode: &Mode,
+    seed: &Known,
+) -> Result<FileReport> {
     let origin = inp.origin();
     if let Input::File { path, rel } = inp {
         match Treatment::of_path(path) {
             Treatment::Records => {}
             Treatment::Text => {
-                return run_whole_file(pipeline, path, rel, mode, Pipeline::run_text)
+                return run_whole_file(pipeline, path, rel, mode, &|p, d, o| {
+                    p.run_text_known(d, o, seed)
+                })
             }
             Treatment::Copy => {
-                return run_whole_file(pipeline, path, rel, mode, Pipeline::run_copy)
+                return run_whole_file(pipeline, path, rel, mode, &|p, d, o| {
+                    p.run_copy_known(d, o, seed)
+                })
             }
         }
     }
@@ -198,11 +327,13 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
         };
     };
     match mode {
-        Mode::Stdout => run_one_to(pipeline, inp, &mut io::stdout().lock()),
+        Mode::Stdout => run_one_to_known(pipeline, inp, &mut io::stdout().lock(), seed),
         Mode::DryRun => {
             let f = input::open(path)?;
             let mut sink = LazySink::new(&f.data, || Ok(io::sink()));
-            let mut r = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
+            let mut r = pipeline
+                .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
+                .0;
             r.changed = sink
                 .close()
                 .map_err(|e| Error::io(&origin, "write", e))?
@@ -217,7 +348,14 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
             // A concurrent append makes us retry; Claude Code appends a few records at a time.
             let mut last = None;
             for _ in 0..3 {
-                match in_place(pipeline, path, backup.as_deref(), *touch, *break_links) {
+                match in_place(
+                    pipeline,
+                    path,
+                    backup.as_deref(),
+                    *touch,
+                    *break_links,
+                    seed,
+                ) {
                     Err(e @ Error::Concurrent { .. }) => last = Some(e),
                     other => return other,
                 }
@@ -234,7 +372,9 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
                 AtomicFile::create(&dest).map_err(|e| Error::io(&dest_origin, "create", e))?,
             );
             let mut sink = SpanWriter::new(&mut out);
-            let r = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
+            let r = pipeline
+                .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
+                .0;
             sink.finish()
                 .map_err(|e| Error::io(&dest_origin, "write", e))?;
             drop(sink);
@@ -272,7 +412,7 @@ fn run_whole_file(
     path: &Path,
     rel: &Path,
     mode: &Mode,
-    transform: fn(&Pipeline, &[u8], &Origin) -> WholeFile,
+    transform: &dyn Fn(&Pipeline, &[u8], &Origin) -> WholeFile,
 ) -> Result<FileReport> {
     let origin = Origin::file(path);
     let f = match mode {
@@ -399,6 +539,7 @@ fn in_place(
     backup: Option<&str>,
     touch: bool,
     break_links: bool,
+    seed: &Known,
 ) -> Result<FileReport> {
     let origin = Origin::file(path);
     check_replaceable(path, break_links)?;
@@ -408,7 +549,9 @@ fn in_place(
     let mut sink = LazySink::new(&f.data, || {
         AtomicFile::create(path).map(|a| BufWriter::with_capacity(1 << 16, a))
     });
-    let mut report = pipeline.run_buffer(&f.data, &origin, &mut sink)?;
+    let mut report = pipeline
+        .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
+        .0;
     sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
     let Some(out) = sink.close().map_err(|e| Error::io(&origin, "write", e))? else {
         report.changed = false;

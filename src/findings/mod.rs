@@ -24,7 +24,15 @@ pub struct Finding {
     pub fingerprint: Option<String>,
     /// Human-readable explanation.
     pub message: String,
+    /// `echo`: another occurrence of a secret a rule found elsewhere in the session (the rule
+    /// and fingerprint are that finding's), replaced because the session knew it
+    /// (`stages::redact::known`). Absent for a finding of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
 }
+
+/// [`Finding::kind`] of an echo.
+pub const ECHO: &str = "echo";
 
 impl Finding {
     /// A finding about a line (0: the whole file), without JSON path or fingerprint.
@@ -36,6 +44,7 @@ impl Finding {
             path: None,
             fingerprint: None,
             message,
+            kind: None,
         }
     }
 }

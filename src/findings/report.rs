@@ -188,6 +188,9 @@ pub fn sarif(files: &[FileFindings], describe: &dyn Fn(&str) -> String) -> Value
             if let Some(fp) = &x.fingerprint {
                 r["partialFingerprints"] = json!({"cchistFingerprint/v1": fp});
             }
+            if let Some(kind) = x.kind {
+                r["properties"] = json!({"kind": kind});
+            }
             r
         })
         .collect();
@@ -262,6 +265,7 @@ mod tests {
             path: Some("$.message.content".into()),
             fingerprint: Some("ab12cd34".into()),
             message: "found".into(),
+            kind: None,
         }
     }
 

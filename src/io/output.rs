@@ -138,6 +138,83 @@ impl<'b, W: Write, F: FnMut() -> io::Result<W>> Sink for LazySink<'b, W, F> {
     }
 }
 
+/// A sink that keeps what a run writes instead of writing it — runs of the input buffer by
+/// position, other bytes copied — so that every line can be looked at once more before it is
+/// written ([`Recording::pieces`]): what the engine does with the secrets a session turned out
+/// to know. Holds only the bytes that differ from the input.
+pub struct Recording<'b> {
+    base: &'b [u8],
+    pieces: Vec<Piece>,
+    owned: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+/// One run of output bytes: a range of the input buffer, or of the copied bytes.
+#[derive(Debug, Clone, Copy)]
+enum Piece {
+    Base(usize, usize),
+    Owned(usize, usize),
+}
+
+impl<'b> Recording<'b> {
+    /// A recording over `base` (the buffer being run over).
+    pub fn new(base: &'b [u8]) -> Self {
+        Recording {
+            base,
+            pieces: Vec::new(),
+            owned: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn push_owned(&mut self, bytes: &[u8]) {
+        let start = self.owned.len();
+        self.owned.extend_from_slice(bytes);
+        match self.pieces.last_mut() {
+            Some(Piece::Owned(_, e)) if *e == start => *e = self.owned.len(),
+            _ => self.pieces.push(Piece::Owned(start, self.owned.len())),
+        }
+    }
+
+    /// The output in order: each run with `true` when it is a slice of the input buffer (so
+    /// that a [`LazySink`] still sees an unchanged input as unchanged).
+    pub fn pieces(&self) -> impl Iterator<Item = (&[u8], bool)> + '_ {
+        self.pieces.iter().map(|p| match *p {
+            Piece::Base(s, e) => (&self.base[s..e], true),
+            Piece::Owned(s, e) => (&self.owned[s..e], false),
+        })
+    }
+}
+
+impl Sink for Recording<'_> {
+    fn put(&mut self, rec: &dyn Encode) -> io::Result<()> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        rec.write_to(&mut scratch);
+        self.push_owned(&scratch);
+        self.scratch = scratch;
+        Ok(())
+    }
+
+    fn put_span(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let off = (bytes.as_ptr() as usize).wrapping_sub(self.base.as_ptr() as usize);
+        if off <= self.base.len() && bytes.len() <= self.base.len() - off {
+            let end = off + bytes.len();
+            match self.pieces.last_mut() {
+                Some(Piece::Base(_, e)) if *e == off => *e = end,
+                _ => self.pieces.push(Piece::Base(off, end)),
+            }
+        } else {
+            self.push_owned(bytes);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Suffix of cchist's temp files (`.<name>.cchist-tmp.<pid>.<n>`), so a later run can find and
 /// remove leftovers of a killed run.
 pub const TEMP_MARK: &str = ".cchist-tmp.";

@@ -59,6 +59,9 @@ pub struct Cx {
     /// What each stage did to each record, when a `--diff` preview asked for it (the
     /// pipeline fills it; stages leave it alone).
     pub trace: Option<Box<crate::engine::diff::Trace>>,
+    /// The secrets found so far (by a stage that [`Stage::collects_secrets`]), and those the
+    /// run started with (the session's other files, `--known-values`).
+    pub known: crate::stages::redact::known::Known,
 }
 
 impl Cx {
@@ -69,6 +72,7 @@ impl Cx {
             findings: Vec::new(),
             counters: BTreeMap::new(),
             trace: None,
+            known: Default::default(),
         }
     }
 
@@ -76,6 +80,17 @@ impl Cx {
     pub fn count(&mut self, name: &str, n: u64) {
         *self.counters.entry(name.to_string()).or_default() += n;
     }
+}
+
+/// What a stage does with the secrets it finds ([`Stage::secrets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Secrets {
+    /// It does not look for any.
+    Ignores,
+    /// It replaces them.
+    Replaces,
+    /// It only reports them (`cchist check`).
+    Reports,
 }
 
 /// A transformation of transcript records.
@@ -98,6 +113,13 @@ pub trait Stage: Send + Sync {
     /// whatever cchist keeps of a session must be as clean as the session.
     fn applies_to_copies(&self) -> bool {
         false
+    }
+
+    /// What the stage does with secrets: a stage that finds them adds each to [`Cx::known`],
+    /// and the engine then replaces (or, for a scanner, reports) every other occurrence of
+    /// them in what the pipeline writes.
+    fn secrets(&self) -> Secrets {
+        Secrets::Ignores
     }
 
     /// Transform a plain-text companion file (`tool-results/*.txt`, where Claude Code keeps a

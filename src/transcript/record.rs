@@ -112,6 +112,18 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// The record's bytes as they would be written now (without terminator): the edited value
+    /// serialized when a stage edited it as a value, else [`Record::raw`]. What a stage that
+    /// reads bytes (redaction) must see, whatever stage edited the record before it.
+    pub fn current_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self.written_value() {
+            Some(v) => std::borrow::Cow::Owned(
+                serde_json::to_vec(v).expect("serializing a Value cannot fail"),
+            ),
+            None => std::borrow::Cow::Borrowed(self.raw()),
+        }
+    }
+
     fn value_ref(&self) -> Option<&Value> {
         self.edit.as_deref().and_then(|e| e.value.as_ref())
     }

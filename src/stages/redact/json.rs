@@ -127,8 +127,10 @@ pub fn walk_until(
                         {
                             i += 1;
                         }
-                        if i == s {
-                            return Err(Malformed(i));
+                        // Only `true`, `false`, `null` and numbers: a bare word (a token alone
+                        // on a line that is not JSON) is text, redacted as such.
+                        if i == s || !scalar(&b[s..i]) {
+                            return Err(Malformed(s));
                         }
                         st = St::After;
                     }
@@ -216,6 +218,14 @@ fn string_end(b: &[u8], mut i: usize) -> Option<(usize, u8)> {
         }
         i += 2;
     }
+}
+
+/// A JSON literal or number (leniently: digits, sign, point and exponent in any order).
+fn scalar(b: &[u8]) -> bool {
+    matches!(b, b"true" | b"false" | b"null")
+        || (matches!(b[0], b'-' | b'0'..=b'9')
+            && b.iter()
+                .all(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')))
 }
 
 /// Decode the raw content of a JSON string into `out` (cleared first). Lone surrogates are kept
@@ -411,6 +421,16 @@ pub fn path_renamed(
             Frame::Obj(None) => None,
         })
         .collect()
+}
+
+/// Content blocks (`…content[i]`) on `path`, added to `blocks`: a change there removes a
+/// thinking block (its signature would no longer verify).
+pub fn content_blocks(path: &[Seg], blocks: &mut Vec<Vec<Seg>>) {
+    for (i, seg) in path.iter().enumerate() {
+        if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
+            blocks.push(path[..i + 2].to_vec());
+        }
+    }
 }
 
 /// Render a path as `$.message.content[0].text` (keys that are not identifiers as `["k"]`).

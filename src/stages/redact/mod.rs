@@ -44,6 +44,7 @@ mod bigrams;
 pub mod checks;
 mod confirm;
 pub mod json;
+pub mod known;
 mod redactor;
 pub mod rules;
 pub mod scan;
@@ -61,7 +62,7 @@ use crate::findings::Finding;
 use crate::stages::{Cx, Stage, StageDef, Verdict};
 use crate::transcript::record::Record;
 use json::Seg;
-pub use redactor::{LineFinding, LineResult, Redactor};
+pub use redactor::{LineFinding, LineResult, Redactor, SecretBytes};
 
 /// The redactor of the default options, compiled once per process: what cchist shows of a
 /// session outside a pipeline (prompts in `ls` and `history`, ids in findings reports) goes
@@ -258,11 +259,22 @@ impl Stage for Redact {
         true
     }
 
+    fn secrets(&self) -> crate::stages::Secrets {
+        if self.report_only {
+            crate::stages::Secrets::Reports
+        } else {
+            crate::stages::Secrets::Replaces
+        }
+    }
+
     fn record(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<Verdict> {
-        let res = self.redactor.redact_line(rec.raw());
+        // The bytes as they stand now: a stage before this one may have edited the record as
+        // a value (or created it), and its input line is then stale.
+        let res = self.redactor.redact_line(&rec.current_bytes());
         if res.findings.is_empty() || self.redactor.allows_record(rec) {
             return Ok(Verdict::Keep);
         }
+        self.remember(&res.findings, &res.secrets, cx);
         let uuid = rec.header().and_then(|h| h.uuid().map(str::to_string));
         for f in &res.findings {
             let id = self.redactor.rule_id(f.rule);
@@ -273,6 +285,7 @@ impl Stage for Redact {
                 path: f.path.as_deref().map(json::render),
                 fingerprint: (!f.fingerprint.is_empty()).then(|| f.fingerprint.clone()),
                 message: self.redactor.rule_title(f.rule).to_string(),
+                kind: None,
             });
             cx.count(&format!("redact/{id}"), 1);
         }
@@ -302,6 +315,7 @@ impl Stage for Redact {
     /// several lines is still found.
     fn text(&self, text: &[u8], cx: &mut Cx) -> Result<Option<Vec<u8>>> {
         let (new, findings) = self.redactor.redact_text(text);
+        self.remember(&findings, &[], cx);
         for f in &findings {
             let id = self.redactor.rule_id(f.rule);
             let upto = f.offset.min(text.len());
@@ -312,11 +326,38 @@ impl Stage for Redact {
                 path: None,
                 fingerprint: (!f.fingerprint.is_empty()).then(|| f.fingerprint.clone()),
                 message: self.redactor.rule_title(f.rule).to_string(),
+                kind: None,
             });
             cx.count(&format!("redact/{id}"), 1);
         }
         cx.count("redactions", findings.len() as u64);
         Ok(if self.report_only { None } else { new })
+    }
+}
+
+impl Redact {
+    /// Make every secret found a known secret of the run ([`known`]): its other occurrences
+    /// get the same placeholder.
+    fn remember(&self, findings: &[LineFinding], extra: &[(usize, SecretBytes)], cx: &mut Cx) {
+        let r = &self.redactor;
+        let all = findings
+            .iter()
+            .map(|f| (f.rule, &f.secret, f.fingerprint.as_str()))
+            .chain(extra.iter().map(|(rule, s)| (*rule, s, "")));
+        for (rule, secret, fp) in all {
+            cx.known.add(
+                &secret.0,
+                known::KnownSecret {
+                    rule: r.rule_id(rule).to_string(),
+                    placeholder: r.placeholder_of(rule, &secret.0),
+                    fingerprint: if fp.is_empty() {
+                        r.fingerprint(&secret.0)
+                    } else {
+                        fp.to_string()
+                    },
+                },
+            );
+        }
     }
 }
 
@@ -335,7 +376,7 @@ fn lookup_mut<'v>(v: &'v mut Value, path: &[Seg]) -> Option<&'v mut Value> {
 }
 
 /// Remove the thinking blocks among `blocks` (paths to `…content[i]`); returns how many.
-fn remove_thinking(rec: &mut Record<'_>, blocks: &[Vec<Seg>]) -> u64 {
+pub(crate) fn remove_thinking(rec: &mut Record<'_>, blocks: &[Vec<Seg>]) -> u64 {
     let Ok(v) = rec.value() else { return 0 };
     let mut doomed: Vec<&Vec<Seg>> = blocks
         .iter()

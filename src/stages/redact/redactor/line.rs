@@ -59,6 +59,7 @@ impl Redactor {
                 line: new,
                 findings: found,
                 blocks: Vec::new(),
+                secrets: Vec::new(),
             };
         }
         if st.edits.is_empty() {
@@ -66,6 +67,7 @@ impl Redactor {
                 line: None,
                 findings: st.findings,
                 blocks: st.blocks,
+                secrets: st.secrets,
             };
         }
         let mut out = Vec::with_capacity(line.len());
@@ -82,6 +84,7 @@ impl Redactor {
             line: Some(out),
             findings: st.findings,
             blocks: st.blocks,
+            secrets: st.secrets,
         }
     }
 
@@ -161,17 +164,18 @@ impl Redactor {
             if let Some(i) = same {
                 let p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
                 let m = &st.memo[i];
-                for (rule, offset, len, fp) in &m.findings {
+                for (rule, offset, len, fp, secret) in &m.findings {
                     st.findings.push(LineFinding {
                         rule: *rule,
                         path: Some(p.clone()),
                         offset: *offset,
                         len: *len,
                         fingerprint: fp.clone(),
+                        secret: secret.clone(),
                     });
                 }
                 if !m.edits.is_empty() {
-                    push_blocks(&p, &mut st.blocks);
+                    json::content_blocks(&p, &mut st.blocks);
                 }
                 // The same edits, moved to this copy.
                 for k in m.edits.clone() {
@@ -189,7 +193,15 @@ impl Redactor {
         if memo && st.ok && st.memo.len() < MEMO_MAX {
             let findings = st.findings[f0..]
                 .iter()
-                .map(|f| (f.rule, f.offset, f.len, f.fingerprint.clone()))
+                .map(|f| {
+                    (
+                        f.rule,
+                        f.offset,
+                        f.len,
+                        f.fingerprint.clone(),
+                        f.secret.clone(),
+                    )
+                })
                 .collect();
             let edits = e0..st.edits.len();
             st.memo.push(Memo {
@@ -332,6 +344,7 @@ impl Redactor {
                     offset: f.start,
                     len: f.end - f.start,
                     fingerprint: self.fingerprint(&cur[f.start..f.end]),
+                    secret: SecretBytes::new(&cur[f.start..f.end]),
                 });
             }
             if let Some(r) = &mut reps {
@@ -370,7 +383,7 @@ impl Redactor {
                 }
             }
         }
-        push_blocks(&path, &mut st.blocks);
+        json::content_blocks(&path, &mut st.blocks);
         // The raw string is the text as it is (no escapes) and reads the same re-encoded: the
         // re-encoded new string is the raw one with each placeholder (encoded) in its place.
         if let Some(reps) = reps.filter(|_| tok.flags == 0 && plain(&line[s..e])) {
@@ -514,6 +527,7 @@ impl Redactor {
                 offset: map[f.start],
                 len: map[f.end] - map[f.start],
                 fingerprint: self.fingerprint(&un[f.start..f.end]),
+                secret: SecretBytes::new(&un[f.start..f.end]),
             })
             .collect();
         let mapped: Vec<Found> = found
@@ -608,7 +622,10 @@ impl Redactor {
                 offset: start - tok.start,
                 len: body.len(),
                 fingerprint: self.fingerprint(body),
+                secret: SecretBytes::new(body),
             });
+        } else {
+            st.secrets.push((rule, SecretBytes::new(body)));
         }
         let mut enc = Vec::new();
         let found = [Found {
@@ -651,6 +668,19 @@ impl Redactor {
         let mut out = Vec::new();
         self.put_placeholder(text, f, &mut out);
         out
+    }
+
+    /// The placeholder that replaces `secret` when rule `rule` found it: what its other
+    /// occurrences in the session become too (the same pseudonym when keyed).
+    pub fn placeholder_of(&self, rule: usize, secret: &[u8]) -> Vec<u8> {
+        let f = Found {
+            rule: rule as u32,
+            start: 0,
+            end: secret.len(),
+            mstart: 0,
+            mend: secret.len(),
+        };
+        self.placeholder(secret, &f)
     }
 
     fn put_placeholder(&self, text: &[u8], f: &Found, out: &mut Vec<u8>) {
@@ -718,6 +748,7 @@ impl Redactor {
                 offset: f.start,
                 len: f.end - f.start,
                 fingerprint: self.fingerprint(&cur[f.start..f.end]),
+                secret: SecretBytes::new(&cur[f.start..f.end]),
             }));
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
@@ -791,19 +822,10 @@ pub(super) struct Memo {
     nested: bool,
     /// Occurrences (rule, offset in the string).
     hits: Vec<(u32, usize)>,
-    /// Findings (rule, offset, length, fingerprint).
-    findings: Vec<(usize, usize, usize, String)>,
+    /// Findings (rule, offset, length, fingerprint, secret).
+    findings: Vec<(usize, usize, usize, String, SecretBytes)>,
     /// Its edits in `LineState::edits`.
     edits: std::ops::Range<usize>,
-}
-
-/// Content blocks (`…content[i]`) on `path`: a change there removes a thinking block.
-fn push_blocks(path: &[Seg], blocks: &mut Vec<Vec<Seg>>) {
-    for (i, seg) in path.iter().enumerate() {
-        if seg == &Seg::Key("content".into()) && matches!(path.get(i + 1), Some(Seg::Idx(_))) {
-            blocks.push(path[..i + 2].to_vec());
-        }
-    }
 }
 
 /// Offsets of the escape hits among `hits`, sorted.
@@ -842,6 +864,8 @@ pub(super) struct LineState {
     pem_reported: bool,
     findings: Vec<LineFinding>,
     blocks: Vec<Vec<Seg>>,
+    /// Secrets replaced that no finding carries (see [`LineResult::secrets`]).
+    secrets: Vec<(usize, SecretBytes)>,
     /// Strings searched so far (see [`Redactor::string`]).
     memo: Vec<Memo>,
     /// Bytes the memo lookups may still compare in this line.
@@ -860,6 +884,7 @@ impl Default for LineState {
             pem_reported: false,
             findings: Vec::new(),
             blocks: Vec::new(),
+            secrets: Vec::new(),
             memo: Vec::new(),
             memo_budget: 0,
             ok: true,

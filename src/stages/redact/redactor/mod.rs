@@ -87,6 +87,33 @@ pub struct LineFinding {
     pub len: usize,
     /// Keyed short hash of the secret.
     pub fingerprint: String,
+    /// The secret itself, kept in memory only: its other occurrences in the session are
+    /// replaced too ([`super::known`]). Never printed (its `Debug` shows the length).
+    pub secret: SecretBytes,
+}
+
+/// The bytes of a secret a rule confirmed. `Debug` shows only their length, so that no report,
+/// log or panic message can hold them.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SecretBytes(pub Box<[u8]>);
+
+impl SecretBytes {
+    /// A copy of `b`.
+    pub fn new(b: &[u8]) -> SecretBytes {
+        SecretBytes(b.into())
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for SecretBytes {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretBytes({} bytes)", self.0.len())
+    }
 }
 
 /// The outcome for one line.
@@ -98,6 +125,9 @@ pub struct LineResult {
     pub findings: Vec<LineFinding>,
     /// Content blocks (`…content[i]`) holding a change: thinking blocks among them must go.
     pub blocks: Vec<Vec<Seg>>,
+    /// Secrets replaced besides those of `findings` (the later lines of a private-key block
+    /// split over the strings of an array, reported once): (rule, bytes).
+    pub secrets: Vec<(usize, SecretBytes)>,
 }
 
 /// Compiled rules, allowlist and replacement: everything needed to redact lines and texts.

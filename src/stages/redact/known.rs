@@ -1,0 +1,468 @@
+//! Known secrets: a session remembers what it found.
+//!
+//! A rule confirms a secret where its context shows it (`AWS_SECRET_ACCESS_KEY="…"`,
+//! `curl -u user:pass`); the model, an Edit's `old_string`, a Bash `echo` or a sub-agent then
+//! repeat the bare value where no rule can tell it from any other string. Every value a rule
+//! confirms (and every value the user or the session itself declares secret) becomes a
+//! [`Known`] secret of its session; [`Echoes`] replaces its other occurrences with the same
+//! placeholder: in any string of any record (keys too, after JSON decoding, and in
+//! stringified JSON one level down), in plain-text lines and companion files.
+//!
+//! The collateral guard ([`reach`]): a value shorter than [`MIN_LEN`] bytes is never
+//! propagated; one shorter than [`TOKEN_LEN`], made of letters only (a word), of digits only,
+//! or of low entropy is propagated only where it stands as a whole token (no letter, digit or
+//! `_` on either side); anything else wherever it occurs. A placeholder is never a known value.
+
+use std::collections::BTreeMap;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use super::json::{self, Seg};
+use super::SecretBytes;
+
+/// Shorter values are never propagated: too many innocent strings hold them.
+pub const MIN_LEN: usize = 5;
+/// Shorter values are propagated only as whole tokens.
+pub const TOKEN_LEN: usize = 10;
+/// Values with less Shannon entropy (bits per byte) are propagated only as whole tokens.
+pub const TOKEN_ENTROPY: f64 = 3.0;
+
+/// The rule id of a value the user declared secret (`--known-values`, `known_values`) or the
+/// session showed to be secret (a `.env` file it read).
+pub const KNOWN_VALUE_RULE: &str = "known-value";
+
+/// What replaces one known secret, and the finding it came from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KnownSecret {
+    /// The rule that confirmed it (or [`KNOWN_VALUE_RULE`]).
+    pub rule: String,
+    /// What its occurrences become (`[REDACTED:<rule>]`, or its pseudonym).
+    pub placeholder: Vec<u8>,
+    /// Its keyed fingerprint (may be empty), for reports and baselines.
+    pub fingerprint: String,
+}
+
+/// The known secrets of a session (or project): value → replacement. Ordered, so that what
+/// is built from it does not depend on the order files were read in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Known {
+    map: BTreeMap<SecretBytes, KnownSecret>,
+}
+
+impl Known {
+    /// No secret known.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// How many values are known.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Remember `value`. A value found by two rules keeps the least (rule, placeholder), so
+    /// the result is the same whichever file or line was read first. Placeholders and values
+    /// a placeholder contains are not remembered.
+    pub fn add(&mut self, value: &[u8], secret: KnownSecret) {
+        if value.is_empty()
+            || memchr::memmem::find(value, b"[REDACTED").is_some()
+            || memchr::memmem::find(&secret.placeholder, value).is_some()
+        {
+            return;
+        }
+        match self.map.get_mut(value) {
+            Some(old) if *old <= secret => {}
+            Some(old) => *old = secret,
+            None => {
+                self.map.insert(SecretBytes::new(value), secret);
+            }
+        }
+    }
+
+    /// Remember everything `other` knows.
+    pub fn merge(&mut self, other: &Known) {
+        for (v, s) in &other.map {
+            self.add(&v.0, s.clone());
+        }
+    }
+
+    /// The matcher of the values worth propagating; None when there is none.
+    pub fn echoes(&self) -> Option<Echoes> {
+        let mut pats: Vec<Vec<u8>> = Vec::new();
+        let mut meta: Vec<(usize, Reach)> = Vec::new();
+        let mut secrets = Vec::new();
+        for (v, s) in &self.map {
+            let Some(r) = reach(&v.0) else { continue };
+            let idx = secrets.len();
+            secrets.push(s.clone());
+            for form in forms(&v.0) {
+                if !pats.contains(&form) {
+                    pats.push(form);
+                    meta.push((idx, r));
+                }
+            }
+        }
+        if pats.is_empty() {
+            return None;
+        }
+        let ac = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&pats)
+            .expect("literal patterns build");
+        Some(Echoes { ac, meta, secrets })
+    }
+}
+
+/// Where a value may be replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Wherever it occurs.
+    Anywhere,
+    /// Only with no letter, digit or `_` on either side.
+    WholeToken,
+}
+
+/// The collateral guard: where `value` is propagated (None: nowhere).
+pub fn reach(value: &[u8]) -> Option<Reach> {
+    let trimmed = value.trim_ascii();
+    if trimmed.len() < MIN_LEN || trimmed.len() != value.len() {
+        return None;
+    }
+    let word = value.iter().all(u8::is_ascii_alphabetic);
+    let digits = value.iter().all(u8::is_ascii_digit);
+    if value.len() < TOKEN_LEN || word || digits || entropy(value) < TOKEN_ENTROPY {
+        Some(Reach::WholeToken)
+    } else {
+        Some(Reach::Anywhere)
+    }
+}
+
+/// Shannon entropy of `b` in bits per byte.
+fn entropy(b: &[u8]) -> f64 {
+    let mut counts = [0u32; 256];
+    for &c in b {
+        counts[c as usize] += 1;
+    }
+    let n = b.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// The forms a value takes in decoded text: itself, JSON-escaped (inside stringified JSON),
+/// and with `/` written `\/`.
+fn forms(v: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = vec![v.to_vec()];
+    let mut enc = Vec::new();
+    json::encode(v, &mut enc);
+    if enc != v {
+        out.push(enc);
+    }
+    if v.contains(&b'/') {
+        let mut s = Vec::with_capacity(v.len() + 4);
+        for &c in v {
+            if c == b'/' {
+                s.push(b'\\');
+            }
+            s.push(c);
+        }
+        out.push(s);
+    }
+    out
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// One replaced occurrence of a known secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Echo {
+    /// Index of the secret ([`Echoes::secret`]).
+    pub secret: usize,
+    /// JSON path of the string (None for plain text).
+    pub path: Option<Vec<Seg>>,
+    /// Byte offset in the (decoded) string or text.
+    pub offset: usize,
+}
+
+/// A line after its echoes were replaced.
+#[derive(Debug, Clone, Default)]
+pub struct EchoLine {
+    /// The new line.
+    pub line: Vec<u8>,
+    /// What was replaced.
+    pub echoes: Vec<Echo>,
+    /// Content blocks (`…content[i]`) holding a change: thinking blocks among them must go.
+    pub blocks: Vec<Vec<Seg>>,
+}
+
+/// The compiled matcher of a set of known secrets.
+pub struct Echoes {
+    ac: AhoCorasick,
+    /// Per pattern: the secret it stands for and where it may be replaced.
+    meta: Vec<(usize, Reach)>,
+    secrets: Vec<KnownSecret>,
+}
+
+impl Echoes {
+    /// The secret `i` of [`Echo::secret`].
+    pub fn secret(&self, i: usize) -> &KnownSecret {
+        &self.secrets[i]
+    }
+
+    /// The occurrences in `text` the guard lets through: (start, end, secret).
+    fn find(&self, text: &[u8]) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        for m in self.ac.find_iter(text) {
+            let (idx, r) = self.meta[m.pattern().as_usize()];
+            if r == Reach::WholeToken {
+                let before = m.start().checked_sub(1).map(|i| text[i]);
+                let after = text.get(m.end()).copied();
+                let first = text[m.start()];
+                let last = text[m.end() - 1];
+                if before.is_some_and(|b| is_word_byte(b) && is_word_byte(first))
+                    || after.is_some_and(|a| is_word_byte(a) && is_word_byte(last))
+                {
+                    continue;
+                }
+            }
+            out.push((m.start(), m.end(), idx));
+        }
+        out
+    }
+
+    fn replace(&self, text: &[u8], found: &[(usize, usize, usize)]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len() + found.len() * 16);
+        let mut at = 0;
+        for &(s, e, i) in found {
+            out.extend_from_slice(&text[at..s]);
+            out.extend_from_slice(&self.secrets[i].placeholder);
+            at = e;
+        }
+        out.extend_from_slice(&text[at..]);
+        out
+    }
+
+    /// Replace the known secrets in a plain text: the new text and what was replaced.
+    pub fn text(&self, text: &[u8]) -> Option<(Vec<u8>, Vec<Echo>)> {
+        let found = self.find(text);
+        if found.is_empty() {
+            return None;
+        }
+        let echoes = found
+            .iter()
+            .map(|&(s, _, i)| Echo {
+                secret: i,
+                path: None,
+                offset: s,
+            })
+            .collect();
+        Some((self.replace(text, &found), echoes))
+    }
+
+    /// Replace the known secrets in one line: in every string (key or value) of a JSON line,
+    /// decoded, and one level down in stringified JSON; a line that is not JSON as text.
+    /// None when nothing was replaced.
+    pub fn line(&self, line: &[u8]) -> Option<EchoLine> {
+        let raw_hit = self.ac.is_match(line);
+        // A `\u` or `\/` escape can break a value's raw bytes apart: such lines are decoded.
+        let escaped = memchr::memmem::find(line, b"\\u").is_some()
+            || memchr::memmem::find(line, b"\\/").is_some();
+        if !raw_hit && !escaped {
+            return None;
+        }
+        let mut edits: Vec<(usize, usize, Vec<u8>)> = Vec::new();
+        let mut echoes = Vec::new();
+        let mut blocks = Vec::new();
+        // Keys replaced per object (path of the object, new key): a second one gets `#2`.
+        let mut key_names: BTreeMap<(Vec<Seg>, Vec<u8>), usize> = BTreeMap::new();
+        let mut buf = Vec::new();
+        let walked = json::walk(line, |tok, frames| {
+            let raw = &line[tok.start..tok.end];
+            let text: &[u8] = if tok.flags == 0 {
+                if !raw_hit {
+                    return;
+                }
+                raw
+            } else {
+                if !json::decode(raw, &mut buf) {
+                    return;
+                }
+                &buf
+            };
+            let found = self.find(text);
+            if found.is_empty() {
+                return;
+            }
+            let mut path = json::path_of(line, frames);
+            let mut new = self.replace(text, &found);
+            if tok.is_key {
+                let n = key_names.entry((path.clone(), new.clone())).or_insert(0);
+                *n += 1;
+                if *n > 1 {
+                    new.extend_from_slice(format!("#{n}").as_bytes());
+                }
+                path.push(Seg::Key(String::from_utf8_lossy(&new).into_owned()));
+            }
+            json::content_blocks(&path, &mut blocks);
+            for &(s, _, i) in &found {
+                echoes.push(Echo {
+                    secret: i,
+                    path: Some(path.clone()),
+                    offset: s,
+                });
+            }
+            let mut enc = Vec::with_capacity(new.len() + 2);
+            json::encode(&new, &mut enc);
+            edits.push((tok.start, tok.end, enc));
+        });
+        if walked.is_err() || crate::transcript::record::check_json(line).is_err() {
+            let (new, echoes) = self.text(line)?;
+            return Some(EchoLine {
+                line: new,
+                echoes,
+                blocks: Vec::new(),
+            });
+        }
+        if edits.is_empty() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(line.len());
+        let mut at = 0;
+        for (s, e, enc) in &edits {
+            out.extend_from_slice(&line[at..*s]);
+            out.extend_from_slice(enc);
+            at = *e;
+        }
+        out.extend_from_slice(&line[at..]);
+        blocks.sort();
+        blocks.dedup();
+        Some(EchoLine {
+            line: out,
+            echoes,
+            blocks,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(values: &[&str]) -> Known {
+        let mut k = Known::default();
+        for v in values {
+            k.add(
+                v.as_bytes(),
+                KnownSecret {
+                    rule: "test-rule".into(),
+                    placeholder: b"[REDACTED:test-rule]".to_vec(),
+                    fingerprint: String::new(),
+                },
+            );
+        }
+        k
+    }
+
+    #[test]
+    fn guard_classes() {
+        assert_eq!(reach(b"abcd"), None);
+        assert_eq!(reach(b" padded-value "), None);
+        assert_eq!(reach(b"hunter2"), Some(Reach::WholeToken));
+        assert_eq!(reach(b"correcthorsebattery"), Some(Reach::WholeToken));
+        assert_eq!(reach(b"12345678901234"), Some(Reach::WholeToken));
+        assert_eq!(reach(b"aaaaaaaaaaaaaaab"), Some(Reach::WholeToken));
+        assert_eq!(reach(b"Zq8-Lm3!vR7#pW2x"), Some(Reach::Anywhere));
+    }
+
+    #[test]
+    fn placeholders_are_never_known() {
+        let k = known(&["[REDACTED:test-rule]", "REDACTED:test"]);
+        assert!(k.is_empty());
+    }
+
+    #[test]
+    fn replaces_in_values_keys_and_escaped_forms() {
+        let v = "Zq8/Lm3+vR7pW2xY9kT4";
+        let e = known(&[v]).echoes().unwrap();
+        let line = format!(
+            r#"{{"a":"say {v} now","{v}":1,"b":"{}","c":"{{\"x\":\"{v}\"}}"}}"#,
+            v.replace('/', "\\/")
+        );
+        let out = e.line(line.as_bytes()).expect("replaced");
+        let s = String::from_utf8(out.line).unwrap();
+        assert!(!s.contains("Zq8"), "{s}");
+        assert_eq!(out.echoes.len(), 4, "{s}");
+        assert!(serde_json::from_str::<serde_json::Value>(&s).is_ok(), "{s}");
+    }
+
+    #[test]
+    fn unicode_escapes_are_decoded() {
+        let v = "Zq8xLm3kvR7pW2xY9kT4";
+        let e = known(&[v]).echoes().unwrap();
+        let line = r#"{"a":"\u005aq8xLm3kvR7pW2xY9kT4"}"#;
+        let out = e.line(line.as_bytes()).expect("replaced");
+        assert_eq!(out.line, br#"{"a":"[REDACTED:test-rule]"}"#);
+    }
+
+    #[test]
+    fn whole_token_values_stay_inside_words() {
+        let e = known(&["hunter22"]).echoes().unwrap();
+        assert!(e.line(br#"{"a":"xhunter22"}"#).is_none());
+        assert!(e.line(br#"{"a":"hunter22x"}"#).is_none());
+        let out = e.line(br#"{"a":"pw: hunter22."}"#).unwrap();
+        assert_eq!(out.line, br#"{"a":"pw: [REDACTED:test-rule]."}"#);
+    }
+
+    #[test]
+    fn never_outside_strings() {
+        let e = known(&["1234567890"]).echoes().unwrap();
+        assert!(e.line(br#"{"n":1234567890}"#).is_none());
+    }
+
+    #[test]
+    fn plain_text_lines() {
+        let v = "Zq8xLm3kvR7pW2xY9kT4";
+        let e = known(&[v]).echoes().unwrap();
+        let out = e.line(format!("echo {v} >> log").as_bytes()).unwrap();
+        assert_eq!(out.line, b"echo [REDACTED:test-rule] >> log");
+    }
+
+    #[test]
+    fn thinking_blocks_are_named() {
+        let v = "Zq8xLm3kvR7pW2xY9kT4";
+        let e = known(&[v]).echoes().unwrap();
+        let line = format!(
+            r#"{{"message":{{"content":[{{"type":"thinking","thinking":"{v}","signature":"s"}}]}}}}"#
+        );
+        let out = e.line(line.as_bytes()).unwrap();
+        assert_eq!(out.blocks.len(), 1);
+    }
+
+    #[test]
+    fn same_result_whatever_the_order() {
+        let mut a = Known::default();
+        let mut b = Known::default();
+        let s1 = KnownSecret {
+            rule: "b-rule".into(),
+            placeholder: b"[REDACTED:b-rule]".to_vec(),
+            fingerprint: String::new(),
+        };
+        let s2 = KnownSecret {
+            rule: "a-rule".into(),
+            placeholder: b"[REDACTED:a-rule]".to_vec(),
+            fingerprint: String::new(),
+        };
+        a.add(b"Zq8xLm3kvR7pW2xY9kT4", s1.clone());
+        a.add(b"Zq8xLm3kvR7pW2xY9kT4", s2.clone());
+        b.add(b"Zq8xLm3kvR7pW2xY9kT4", s2);
+        b.add(b"Zq8xLm3kvR7pW2xY9kT4", s1);
+        assert_eq!(a, b);
+    }
+}
