@@ -26,6 +26,10 @@ pub struct RuleArgs {
     /// Key for pseudonyms and fingerprints (else CCHIST_REDACT_KEY).
     #[arg(long, value_name = "FILE")]
     pub key_file: Option<PathBuf>,
+    /// Values that are secrets wherever they occur: one a line, or a dotenv file such as the
+    /// project's real `.env` (its values). Never printed.
+    #[arg(long, value_name = "FILE")]
+    pub known_values: Option<PathBuf>,
 }
 
 /// `cchist redact`.
@@ -93,6 +97,9 @@ pub fn build_options(
     o.pseudonymize |= pseudonymize;
     if rules.key_file.is_some() {
         o.key_file = rules.key_file.clone();
+    }
+    if rules.known_values.is_some() {
+        o.known_values_file = rules.known_values.clone();
     }
     Ok(o)
 }

@@ -173,8 +173,7 @@ impl Pipeline {
         self.precheck(data, origin)?;
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
-        let mut cx = Cx::new(origin.clone());
-        cx.known = seed.clone();
+        let mut cx = self.new_cx(origin, seed);
         if trace {
             cx.trace = Some(Box::default());
         }
@@ -232,6 +231,18 @@ impl Pipeline {
             }
         }
         Ok(cx.known)
+    }
+
+    /// A context for one input that knows `seed` and the values the stages declare.
+    fn new_cx(&self, origin: &Origin, seed: &Known) -> Cx {
+        let mut cx = Cx::new(origin.clone());
+        cx.known = seed.clone();
+        for s in &self.stages {
+            if let Some(k) = s.known_values() {
+                cx.known.merge(k);
+            }
+        }
+        cx
     }
 
     /// What the pipeline does with secrets: replaces them when a stage does, else reports
@@ -382,8 +393,7 @@ impl Pipeline {
     ) -> Result<(Option<Vec<u8>>, FileReport)> {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
-        let mut cx = Cx::new(origin.clone());
-        cx.known = seed.clone();
+        let mut cx = self.new_cx(origin, seed);
         let mut current: Option<Vec<u8>> = None;
         for (i, stage) in self.stages.iter().enumerate() {
             let input = current.as_deref().unwrap_or(data);
@@ -446,8 +456,7 @@ impl Pipeline {
     ) -> Result<(Option<Vec<u8>>, FileReport)> {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
-        let mut cx = Cx::new(origin.clone());
-        cx.known = seed.clone();
+        let mut cx = self.new_cx(origin, seed);
         let mut out = Vec::new();
         let mut changed = false;
         let copy_stages: Vec<(usize, &dyn Stage)> = self
@@ -566,7 +575,7 @@ impl Pipeline {
             reader = Box::new(std::io::Cursor::new(head).chain(reader));
         }
         let mut report = self.new_report();
-        let mut cx = Cx::new(origin.clone());
+        let mut cx = self.new_cx(origin, &Known::default());
         input::stream_chunks(reader, origin, |chunk, first| {
             report.bytes_in += chunk.len() as u64;
             if pass == Secrets::Ignores {

@@ -122,6 +122,11 @@ pub trait Stage: Send + Sync {
         Secrets::Ignores
     }
 
+    /// Secrets the stage knows before it reads anything (the values its options declare).
+    fn known_values(&self) -> Option<&crate::stages::redact::known::Known> {
+        None
+    }
+
     /// Transform a plain-text companion file (`tool-results/*.txt`, where Claude Code keeps a
     /// tool output too big to inline). `None` keeps it as it is, which is what stages that
     /// only understand records do.

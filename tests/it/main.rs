@@ -17,6 +17,7 @@ mod fork_companions;
 mod gitleaks_examples;
 mod hook;
 mod identity;
+mod known_secrets;
 mod redact;
 mod redact_props;
 mod redact_recall;

@@ -113,6 +113,139 @@ impl Known {
     }
 }
 
+/// The values of a known-values file: one a line, or a dotenv file (`KEY=value`,
+/// `export KEY="value"`, `KEY: value`; blank lines and `#` comments skipped).
+pub fn values_of_file(text: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n') {
+        let line = line.trim_ascii();
+        if line.is_empty() || line.starts_with(b"#") {
+            continue;
+        }
+        let v = assignment_value(line).unwrap_or(line);
+        if !v.is_empty() {
+            out.push(v.to_vec());
+        }
+    }
+    out
+}
+
+/// The value of `KEY=value` / `export KEY="value"` / `KEY: value` (quotes removed); None
+/// when `line` is no such assignment.
+pub fn assignment_value(line: &[u8]) -> Option<&[u8]> {
+    let line = line
+        .strip_prefix(b"export ")
+        .unwrap_or(line)
+        .trim_ascii_start();
+    let at = line.iter().position(|&c| c == b'=' || c == b':')?;
+    let key = line[..at].trim_ascii();
+    if key.is_empty()
+        || !key
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+    {
+        return None;
+    }
+    let mut v = line[at + 1..].trim_ascii();
+    for q in [b'"', b'\''] {
+        if v.len() >= 2 && v[0] == q && v[v.len() - 1] == q {
+            v = &v[1..v.len() - 1];
+        }
+    }
+    Some(v)
+}
+
+/// Whether a file name is one whose values a session shows to be secret: `.env*`, `*.pem`,
+/// `credentials*`, `secrets.*`, `config.*`, `.netrc`, `.pgpass`.
+pub fn is_secret_file(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.starts_with(".env")
+        || n.ends_with(".pem")
+        || n.starts_with("credentials")
+        || n.starts_with("secrets.")
+        || n.starts_with("config.")
+        || n == ".netrc"
+        || n == ".pgpass"
+}
+
+/// A key that names a secret (`DB_PASSWORD`, `api_key`, `authToken`, `client-secret`).
+fn secret_key(key: &[u8]) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        &b"pass"[..],
+        b"pwd",
+        b"secret",
+        b"token",
+        b"key",
+        b"auth",
+        b"credential",
+        b"private",
+    ]
+    .iter()
+    .any(|w| memchr::memmem::find(&k, w).is_some())
+}
+
+/// The secret values in the content of file `name` as a session shows it (a Read's output
+/// with its `N→` line prefixes, a Write's content, an Edit's strings): the values of keys
+/// that name a secret, any value of a `.env`/credentials/secrets file random enough to be
+/// propagated anywhere, and the body lines of a PEM file.
+pub fn values_in_secret_file(name: &str, content: &[u8]) -> Vec<Vec<u8>> {
+    let n = name.to_ascii_lowercase();
+    let any_random =
+        n.starts_with(".env") || n.starts_with("credentials") || n.starts_with("secrets.");
+    let pem = n.ends_with(".pem");
+    let mut out = Vec::new();
+    for line in content.split(|&b| b == b'\n') {
+        let mut line = line.trim_ascii();
+        // Read's prefix: spaces, a line number, `→` (or a tab).
+        let digits = line.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits > 0 {
+            if let Some(rest) = line[digits..]
+                .strip_prefix("→".as_bytes())
+                .or_else(|| line[digits..].strip_prefix(b"\t"))
+            {
+                line = rest.trim_ascii();
+            }
+        }
+        if pem {
+            if line.len() >= 16
+                && line
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+            {
+                out.push(line.to_vec());
+            }
+            continue;
+        }
+        // `"key": "value",` (JSON), `key: value` (YAML), `key = value` (TOML, INI), dotenv.
+        let unquoted: Vec<u8> = line
+            .strip_suffix(b",")
+            .unwrap_or(line)
+            .iter()
+            .copied()
+            .filter(|&c| c != b'"')
+            .collect();
+        let l = unquoted.trim_ascii();
+        let Some(at) = l.iter().position(|&c| c == b'=' || c == b':') else {
+            continue;
+        };
+        let key = l[..at]
+            .trim_ascii()
+            .strip_prefix(b"export ")
+            .unwrap_or(l[..at].trim_ascii());
+        let Some(v) = assignment_value(l) else {
+            continue;
+        };
+        if v.is_empty() {
+            continue;
+        }
+        if secret_key(key) || (any_random && reach(v) == Some(Reach::Anywhere)) {
+            out.push(v.to_vec());
+        }
+    }
+    out
+}
+
 /// Where a value may be replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {

@@ -162,6 +162,13 @@ pub struct RedactOptions {
     /// File holding the key (else `CCHIST_REDACT_KEY`).
     #[serde(default)]
     pub key_file: Option<PathBuf>,
+    /// Values that are secrets wherever they occur (a project's real passwords), replaced
+    /// by `[REDACTED:known-value]` with no rule needed.
+    #[serde(default)]
+    pub known_values: Vec<String>,
+    /// A file of such values: one a line, or a dotenv file (its values).
+    #[serde(default)]
+    pub known_values_file: Option<PathBuf>,
 }
 
 /// The `redact` stage (or, with `report_only`, the scanner behind `cchist check`).
@@ -259,6 +266,10 @@ impl Stage for Redact {
         true
     }
 
+    fn known_values(&self) -> Option<&known::Known> {
+        Some(self.redactor.known_values()).filter(|k| !k.is_empty())
+    }
+
     fn secrets(&self) -> crate::stages::Secrets {
         if self.report_only {
             crate::stages::Secrets::Reports
@@ -270,7 +281,10 @@ impl Stage for Redact {
     fn record(&self, rec: &mut Record<'_>, cx: &mut Cx) -> Result<Verdict> {
         // The bytes as they stand now: a stage before this one may have edited the record as
         // a value (or created it), and its input line is then stale.
-        let res = self.redactor.redact_line(&rec.current_bytes());
+        let bytes = rec.current_bytes();
+        self.secret_files(&bytes, cx);
+        let res = self.redactor.redact_line(&bytes);
+        drop(bytes);
         if res.findings.is_empty() || self.redactor.allows_record(rec) {
             return Ok(Verdict::Keep);
         }
@@ -336,6 +350,44 @@ impl Stage for Redact {
 }
 
 impl Redact {
+    /// A Read, Write or Edit of a file whose values are secrets (`.env`, credentials, a PEM
+    /// key: [`known::is_secret_file`]) makes those values known secrets of the session, even
+    /// where no rule would match their later repeats. Only lines naming a file path
+    /// (`file_path` / `filePath`) and such a file are parsed.
+    fn secret_files(&self, raw: &[u8], cx: &mut Cx) {
+        if memchr::memmem::find(raw, b"ath\":").is_none() {
+            return;
+        }
+        const NAMES: [&[u8]; 7] = [
+            b".env",
+            b"credentials",
+            b"secrets.",
+            b"config.",
+            b".pem",
+            b".netrc",
+            b".pgpass",
+        ];
+        if !NAMES.iter().any(|n| memchr::memmem::find(raw, n).is_some()) {
+            return;
+        }
+        let Ok(v) = crate::transcript::record::parse_value(raw) else {
+            return;
+        };
+        let mut values = Vec::new();
+        collect_secret_files(&v, None, &mut values);
+        let r = &self.redactor;
+        for value in values {
+            cx.known.add(
+                &value,
+                known::KnownSecret {
+                    rule: known::KNOWN_VALUE_RULE.into(),
+                    placeholder: r.placeholder_named(known::KNOWN_VALUE_RULE, &value),
+                    fingerprint: r.fingerprint(&value),
+                },
+            );
+        }
+    }
+
     /// Make every secret found a known secret of the run ([`known`]): its other occurrences
     /// get the same placeholder.
     fn remember(&self, findings: &[LineFinding], extra: &[(usize, SecretBytes)], cx: &mut Cx) {
@@ -358,6 +410,45 @@ impl Redact {
                 },
             );
         }
+    }
+}
+
+/// The secret values of every object below `v` that names a secret file (`file_path` /
+/// `filePath`) beside its content (`content`, `new_string`, `old_string`, …); `name` is the
+/// file named by an enclosing object (a Read's `toolUseResult.file`).
+fn collect_secret_files(v: &Value, name: Option<&str>, out: &mut Vec<Vec<u8>>) {
+    match v {
+        Value::Object(m) => {
+            let own = ["file_path", "filePath"]
+                .iter()
+                .find_map(|k| m.get(*k).and_then(Value::as_str))
+                .map(|p| p.rsplit('/').next().unwrap_or(p));
+            let name = own.or(name).filter(|n| known::is_secret_file(n));
+            for (k, x) in m {
+                match (name, x) {
+                    (Some(n), Value::String(s))
+                        if matches!(
+                            k.as_str(),
+                            "content"
+                                | "new_string"
+                                | "old_string"
+                                | "newString"
+                                | "oldString"
+                                | "originalFile"
+                        ) =>
+                    {
+                        out.extend(known::values_in_secret_file(n, s.as_bytes()))
+                    }
+                    _ => collect_secret_files(x, name, out),
+                }
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                collect_secret_files(x, name, out);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -684,16 +684,27 @@ impl Redactor {
     }
 
     fn put_placeholder(&self, text: &[u8], f: &Found, out: &mut Vec<u8>) {
+        let id = &self.engine.rules[f.rule as usize].id;
+        self.put_placeholder_named(id, &text[f.start..f.end], out);
+    }
+
+    /// The placeholder of `secret` under the rule id `id` (one that no rule index names:
+    /// [`super::super::known::KNOWN_VALUE_RULE`]).
+    pub fn placeholder_named(&self, id: &str, secret: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.put_placeholder_named(id, secret, &mut out);
+        out
+    }
+
+    fn put_placeholder_named(&self, id: &str, secret: &[u8], out: &mut Vec<u8>) {
         for p in &self.template {
             match p {
                 Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
-                Part::Rule => {
-                    out.extend_from_slice(self.engine.rules[f.rule as usize].id.as_bytes())
-                }
+                Part::Rule => out.extend_from_slice(id.as_bytes()),
                 Part::Hash => {
                     // `{hash}` is refused without a configured key.
                     let k = self.key.as_deref().unwrap_or_default();
-                    out.extend_from_slice(keyed_hash(k, &text[f.start..f.end]).as_bytes());
+                    out.extend_from_slice(keyed_hash(k, secret).as_bytes());
                 }
             }
         }

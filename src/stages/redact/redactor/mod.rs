@@ -144,6 +144,9 @@ pub struct Redactor {
     /// first fingerprint), else none (findings then carry no fingerprint).
     fp_key: std::sync::OnceLock<Option<Vec<u8>>>,
     has_field_rules: bool,
+    /// The declared known values, as [`Redactor::known_values`] gives them.
+    known: std::sync::OnceLock<super::known::Known>,
+    known_values: Vec<Vec<u8>>,
     /// Index of the `private-key` rule, when active: the rule that owns key-block lines split
     /// over the strings of an array (`structuredPatch` lines).
     pem_rule: Option<usize>,
@@ -209,6 +212,27 @@ fn read_key(opts: &RedactOptions) -> std::result::Result<Option<Vec<u8>>, Option
     Ok(std::env::var_os(KEY_ENV)
         .map(|v| v.into_encoded_bytes())
         .filter(|k| !k.is_empty()))
+}
+
+/// The values `known_values` and `known_values_file` declare. The file holds one value a line,
+/// or a dotenv file (`KEY=value`, `export KEY="value"`; `#` comments): its values. Errors name
+/// the file, never a value.
+fn read_known_values(opts: &RedactOptions) -> std::result::Result<Vec<Vec<u8>>, OptionError> {
+    let mut out: Vec<Vec<u8>> = opts
+        .known_values
+        .iter()
+        .map(|v| v.as_bytes().to_vec())
+        .collect();
+    if let Some(p) = &opts.known_values_file {
+        let text = std::fs::read(p).map_err(|e| {
+            OptionError::key(
+                "known_values_file",
+                format!("cannot read {}: {}", p.display(), e.kind()),
+            )
+        })?;
+        out.extend(super::known::values_of_file(&text));
+    }
+    Ok(out)
 }
 
 /// Custom keywords must survive JSON escaping as they are (no `"`, `\\`, `/`, control
@@ -387,6 +411,7 @@ impl Redactor {
             }
         }
         let placeholder_re = Regex::new(&ph).expect("escaped template is a valid regex");
+        let known_values = read_known_values(opts)?;
         Ok(Redactor {
             engine,
             allow_regexes,
@@ -407,6 +432,31 @@ impl Redactor {
             key,
             has_field_rules,
             pem_rule,
+            known: std::sync::OnceLock::new(),
+            known_values,
+        })
+        .map(|r| {
+            let _ = r.known_values();
+            r
+        })
+    }
+
+    /// The secrets the options declare (`known_values`, `known_values_file`), each replaced
+    /// by the placeholder of rule [`super::known::KNOWN_VALUE_RULE`] wherever it occurs.
+    pub fn known_values(&self) -> &super::known::Known {
+        self.known.get_or_init(|| {
+            let mut k = super::known::Known::default();
+            for v in &self.known_values {
+                k.add(
+                    v,
+                    super::known::KnownSecret {
+                        rule: super::known::KNOWN_VALUE_RULE.into(),
+                        placeholder: self.placeholder_named(super::known::KNOWN_VALUE_RULE, v),
+                        fingerprint: self.fingerprint(v),
+                    },
+                );
+            }
+            k
         })
     }
 

@@ -1,0 +1,456 @@
+//! A secret found once is gone everywhere (#24): a value a rule confirms where its context
+//! shows it is replaced wherever the session repeats it bare — assistant text and thinking, an
+//! Edit's strings, a `structuredPatch` line, a Bash `echo`, a sub-agent transcript, a
+//! tool-results file, metadata — through every entry point; `check` reports those copies as
+//! echoes; a file equals the same bytes on stdin; the output depends on neither `-j` nor file
+//! order. Plus the records a stage adds after a redact stage (#25.1) and a token alone on a
+//! line (#25.2).
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use serde_json::json;
+
+use crate::common::cchist;
+
+const ID: &str = "7c2e0000-0000-4000-8000-000000000001";
+
+/// An AWS-secret-shaped value, assembled at run time (no token-shaped literal in the source).
+fn secret() -> String {
+    ["wJa9rXUtnF", "EMI/K7MDEN", "G/bPxRfiCY", "q8Zt3LmW2v"].concat()
+}
+
+fn user(uuid: &str, parent: Option<&str>, content: serde_json::Value) -> String {
+    json!({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": ID,
+        "timestamp": "2026-04-01T10:00:00.000Z", "message": {"role": "user", "content": content}})
+    .to_string()
+        + "\n"
+}
+
+fn assistant(uuid: &str, parent: &str, content: serde_json::Value) -> String {
+    json!({"type": "assistant", "uuid": uuid, "parentUuid": parent, "sessionId": ID,
+        "timestamp": "2026-04-01T10:00:01.000Z",
+        "message": {"role": "assistant", "id": format!("msg_{uuid}"), "type": "message",
+            "model": "claude-opus-5-5", "content": content}})
+    .to_string()
+        + "\n"
+}
+
+/// The main transcript: the model quotes the value before it is ever assigned, the user
+/// assigns it (the context a rule sees), then it is echoed in thinking, text, an Edit and
+/// its structuredPatch, and a Bash command.
+fn main_transcript() -> String {
+    let s = secret();
+    user("u0", None, json!("what is in the config?"))
+        + &assistant("a0", "u0", json!([{"type": "text", "text": format!("I found {s} in a comment")}]))
+        + &user("u1", Some("a0"), json!(format!("export AWS_SECRET_ACCESS_KEY=\"{s}\"")))
+        + &assistant(
+            "a1",
+            "u1",
+            json!([
+                {"type": "thinking", "thinking": format!("the key {s} must move"), "signature": "sig"},
+                {"type": "text", "text": format!("Set: {s}.")},
+                {"type": "tool_use", "id": "toolu_1", "name": "Edit",
+                    "input": {"file_path": "/app/a.py", "old_string": format!("KEY = '{s}'"), "new_string": "KEY = env()"}},
+            ]),
+        )
+        + &user(
+            "u2",
+            Some("a1"),
+            json!([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]),
+        )
+        .replace(
+            "\"sessionId\"",
+            &format!(
+                "\"toolUseResult\":{{\"structuredPatch\":[{{\"lines\":[\"-KEY = '{s}'\",\"+KEY = env()\"]}}]}},\"sessionId\""
+            ),
+        )
+        + &assistant(
+            "a2",
+            "u2",
+            json!([{"type": "tool_use", "id": "toolu_2", "name": "Bash",
+                "input": {"command": format!("echo {s} >> /tmp/log")}}]),
+        )
+        + &user(
+            "u3",
+            Some("a2"),
+            json!([{"type": "tool_result", "tool_use_id": "toolu_2", "content": ""}]),
+        )
+}
+
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let project = root.join("projects/-home-dev-app");
+        let comp = project.join(ID);
+        std::fs::create_dir_all(comp.join("subagents")).unwrap();
+        std::fs::create_dir_all(comp.join("tool-results")).unwrap();
+        let s = secret();
+        std::fs::write(project.join(format!("{ID}.jsonl")), main_transcript()).unwrap();
+        std::fs::write(
+            comp.join("subagents/agent-a1.jsonl"),
+            user("s1", None, json!(format!("the key is {s}"))),
+        )
+        .unwrap();
+        std::fs::write(
+            comp.join("subagents/agent-a1.meta.json"),
+            json!({"description": format!("rotate {s}")}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(comp.join("tool-results/toolu_9.txt"), format!("log: {s}\n")).unwrap();
+        Sandbox {
+            _dir: dir,
+            root,
+            project,
+        }
+    }
+
+    fn main(&self) -> PathBuf {
+        self.project.join(format!("{ID}.jsonl"))
+    }
+
+    fn cchist(&self, args: &[&str], stdin: Option<String>) -> Output {
+        use std::io::Write;
+        let mut child = cchist()
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", &self.root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(s) = stdin {
+            input.write_all(s.as_bytes()).unwrap();
+        }
+        drop(input);
+        child.wait_with_output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.cchist(args, None);
+        assert!(
+            out.status.success(),
+            "cchist {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Files under the config folder that still hold the secret (relative paths).
+    fn holding_secret(&self) -> Vec<String> {
+        let s = secret();
+        files(&self.root)
+            .into_iter()
+            .filter(|p| contains(&std::fs::read(p).unwrap(), &s))
+            .map(|p| p.strip_prefix(&self.root).unwrap().display().to_string())
+            .collect()
+    }
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            v.extend(files(&p));
+        } else {
+            v.push(p);
+        }
+    }
+    v.sort();
+    v
+}
+
+#[test]
+fn redact_replaces_every_echo_in_the_transcript() {
+    let s = Sandbox::new();
+    let out = s.ok(&["redact", s.main().to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(&secret()), "an echo survived:\n{text}");
+    // One placeholder for all of them, and the thinking block that held one is gone.
+    assert_eq!(text.matches("[REDACTED:").count(), 6, "{text}");
+    assert!(!text.contains("\"thinking\""), "{text}");
+    for l in text.lines() {
+        serde_json::from_str::<serde_json::Value>(l).expect("every line stays JSON");
+    }
+}
+
+#[test]
+fn redact_in_place_scrubs_every_member_of_the_session() {
+    let s = Sandbox::new();
+    s.ok(&[
+        "redact",
+        "--in-place",
+        "--force",
+        s.main().to_str().unwrap(),
+    ]);
+    assert_eq!(s.holding_secret(), Vec::<String>::new());
+}
+
+#[test]
+fn run_all_scrubs_echoes_in_every_member() {
+    let s = Sandbox::new();
+    s.ok(&["run", "-p", "scrub", "--all", "--in-place", "--force"]);
+    assert_eq!(s.holding_secret(), Vec::<String>::new());
+}
+
+#[test]
+fn session_end_hook_scrubs_echoes_in_every_member() {
+    let s = Sandbox::new();
+    let event = json!({"session_id": ID, "transcript_path": s.main(), "cwd": "/home/dev/app",
+        "hook_event_name": "SessionEnd"});
+    let out = s.cchist(&["hook"], Some(event.to_string()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s.holding_secret(), Vec::<String>::new());
+}
+
+#[test]
+fn fork_holds_no_echo() {
+    let s = Sandbox::new();
+    let out = s.ok(&["redact", "--fork", "--session", "7c2e"]);
+    let line = String::from_utf8(out.stdout).unwrap();
+    let new = line.split_whitespace().last().unwrap().to_string();
+    let held: Vec<String> = s
+        .holding_secret()
+        .into_iter()
+        .filter(|p| p.contains(&new))
+        .collect();
+    assert_eq!(held, Vec::<String>::new());
+}
+
+#[test]
+fn check_reports_echoes_as_their_own_kind() {
+    let s = Sandbox::new();
+    let out = s.cchist(
+        &[
+            "check",
+            "--format",
+            "json",
+            s.root.join("projects").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings: Vec<&serde_json::Value> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["findings"].as_array().unwrap())
+        .collect();
+    let echoes = findings.iter().filter(|f| f["kind"] == "echo").count();
+    let own = findings.iter().filter(|f| f.get("kind").is_none()).count();
+    assert!(own >= 1, "{v}");
+    // main: text before, thinking, text, old_string, structuredPatch, Bash; the sub-agent, its
+    // metadata and the tool result.
+    assert!(echoes >= 9, "{echoes} echoes: {v}");
+    assert!(!out
+        .stdout
+        .windows(8)
+        .any(|w| w == &secret().as_bytes()[..8]));
+}
+
+#[test]
+fn stdin_gives_the_output_of_the_same_file() {
+    let s = Sandbox::new();
+    let file = s.ok(&["redact", s.main().to_str().unwrap()]).stdout;
+    let piped = s.cchist(&["redact"], Some(main_transcript()));
+    assert!(piped.status.success());
+    assert_eq!(
+        String::from_utf8(piped.stdout).unwrap(),
+        String::from_utf8(file).unwrap()
+    );
+}
+
+#[test]
+fn output_depends_neither_on_jobs_nor_on_file_order() {
+    let mut outs = Vec::new();
+    for (jobs, reverse) in [("1", false), ("2", false), ("2", true), ("1", true)] {
+        let s = Sandbox::new();
+        let mut paths: Vec<String> = files(&s.project)
+            .into_iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        if reverse {
+            paths.reverse();
+        }
+        let out_dir = s.root.join("out");
+        let mut args = vec!["redact", "-j", jobs, "--out-dir", out_dir.to_str().unwrap()];
+        args.extend(paths.iter().map(String::as_str));
+        s.ok(&args);
+        let mut got: Vec<(String, Vec<u8>)> = files(&out_dir)
+            .into_iter()
+            .map(|p| {
+                (
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                )
+            })
+            .collect();
+        got.sort();
+        assert!(
+            got.iter().all(|(_, b)| !contains(b, &secret())),
+            "-j {jobs}, reversed {reverse}: an echo survived"
+        );
+        outs.push(got);
+    }
+    for o in &outs[1..] {
+        assert!(o == &outs[0], "outputs differ between runs");
+    }
+}
+
+#[test]
+fn known_values_file_is_a_secret_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join(".env");
+    let pw = ["Tr0ub4", "dor&3x", "Qz"].concat();
+    std::fs::write(
+        &env,
+        format!("# the project's real values\nDB_PASSWORD=\"{pw}\"\n"),
+    )
+    .unwrap();
+    let input = user("u1", None, json!(format!("connect with {pw} now")));
+    let out = cchist()
+        .args(["redact", "--known-values", env.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(input.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(&pw), "{text}");
+    assert!(text.contains("[REDACTED:known-value]"), "{text}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&pw));
+}
+
+#[test]
+fn a_secret_file_read_in_the_session_makes_its_values_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let pw = ["Qm7x", "Vb2k", "Lp9w"].concat();
+    // The rules see no context in any of these: only the .env Read makes the value known.
+    let input = assistant(
+        "a1",
+        "u0",
+        json!([{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/app/.env"}}]),
+    ) + &user("u1", Some("a1"), json!([{"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": format!("     1→PGPASS={pw}\n     2→NODE_ENV=development\n")}]))
+    .replace(
+        "\"sessionId\"",
+        &format!("\"toolUseResult\":{{\"type\":\"text\",\"file\":{{\"filePath\":\"/app/.env\",\"content\":\"PGPASS={pw}\\nNODE_ENV=development\\n\"}}}},\"sessionId\""),
+    ) + &assistant("a2", "u1", json!([{"type": "text", "text": format!("It uses {pw}, in development.")}]));
+    let f = dir.path().join("s.jsonl");
+    std::fs::write(&f, &input).unwrap();
+    let out = cchist().args(["redact"]).arg(&f).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains(&pw), "{text}");
+    // The collateral guard: a plain word of the same file is not a secret.
+    assert!(text.contains("in development."), "{text}");
+}
+
+#[test]
+fn short_and_word_values_are_replaced_only_as_whole_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join("kv");
+    std::fs::write(&env, "sunflowers\n").unwrap();
+    let input = user(
+        "u1",
+        None,
+        json!("sunflowers and sunflowers7 and xsunflowers"),
+    );
+    let f = dir.path().join("s.jsonl");
+    std::fs::write(&f, &input).unwrap();
+    let out = cchist()
+        .args(["redact", "--known-values", env.to_str().unwrap()])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("[REDACTED:known-value] and sunflowers7 and xsunflowers"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_redact_stage_after_summarize_sees_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ["AKIA", "Q7ZX3MPL", "2WQ9RT4Y"].concat();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[[stage]]\ntype = \"summarize-range\"\nturns = \"1..1\"\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let f = dir.path().join("s.jsonl");
+    std::fs::write(
+        &f,
+        user("u1", None, json!(format!("my key is {key} ok")))
+            + &assistant("a1", "u1", json!([{"type": "text", "text": "noted"}]))
+            + &user("u2", Some("a1"), json!("next"))
+            + &assistant("a2", "u2", json!([{"type": "text", "text": "ok"}])),
+    )
+    .unwrap();
+    let out = cchist()
+        .args(["run", "-p"])
+        .arg(&p)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Summary of turns"), "{text}");
+    assert!(!text.contains(&key), "the summary kept the key:\n{text}");
+}
+
+#[test]
+fn a_token_alone_on_a_line_is_redacted() {
+    let key = ["AKIA", "Q7ZX3MPL", "2WQ9RT4Y"].concat();
+    for line in [key.clone(), format!("   {key}  ")] {
+        let out = cchist()
+            .args(["redact"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin
+                    .take()
+                    .unwrap()
+                    .write_all(format!("{line}\n").as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains(&key), "{line:?} -> {text:?}");
+    }
+}
