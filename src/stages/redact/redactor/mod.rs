@@ -435,10 +435,6 @@ impl Redactor {
             known: std::sync::OnceLock::new(),
             known_values,
         })
-        .map(|r| {
-            let _ = r.known_values();
-            r
-        })
     }
 
     /// The secrets the options declare (`known_values`, `known_values_file`), each replaced
