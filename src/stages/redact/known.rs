@@ -105,6 +105,11 @@ impl Known {
         if pats.is_empty() {
             return None;
         }
+        // The escapes that can break a value's raw bytes apart, found in the same pass.
+        for esc in [&b"\\u"[..], b"\\/"] {
+            pats.push(esc.to_vec());
+            meta.push((ESCAPE, Reach::Anywhere));
+        }
         let ac = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(&pats)
@@ -309,6 +314,9 @@ fn forms(v: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// [`Echoes`]' pattern index of an escape (`\u`, `\/`) rather than a secret.
+const ESCAPE: usize = usize::MAX;
+
 fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
@@ -354,6 +362,9 @@ impl Echoes {
         let mut out = Vec::new();
         for m in self.ac.find_iter(text) {
             let (idx, r) = self.meta[m.pattern().as_usize()];
+            if idx == ESCAPE {
+                continue;
+            }
             if r == Reach::WholeToken {
                 let before = m.start().checked_sub(1).map(|i| text[i]);
                 let after = text.get(m.end()).copied();
@@ -403,13 +414,25 @@ impl Echoes {
     /// decoded, and one level down in stringified JSON; a line that is not JSON as text.
     /// None when nothing was replaced.
     pub fn line(&self, line: &[u8]) -> Option<EchoLine> {
-        let raw_hit = self.ac.is_match(line);
-        // A `\u` or `\/` escape can break a value's raw bytes apart: such lines are decoded.
-        let escaped = memchr::memmem::find(line, b"\\u").is_some()
-            || memchr::memmem::find(line, b"\\/").is_some();
-        if !raw_hit && !escaped {
+        // One pass over the raw line: where a value may be (its raw form), and the escapes
+        // (`\u`, `\/`) that can break a value's raw bytes apart (strings holding one are
+        // decoded and searched).
+        let mut values: Vec<usize> = Vec::new();
+        let mut escapes: Vec<usize> = Vec::new();
+        for m in self.ac.find_iter(line) {
+            if self.meta[m.pattern().as_usize()].0 == ESCAPE {
+                escapes.push(m.start());
+            } else {
+                values.push(m.start());
+            }
+        }
+        if values.is_empty() && escapes.is_empty() {
             return None;
         }
+        let within = |v: &[usize], s: usize, e: usize| {
+            let i = v.partition_point(|&p| p < s);
+            v.get(i).is_some_and(|&p| p < e)
+        };
         let mut edits: Vec<(usize, usize, Vec<u8>)> = Vec::new();
         let mut echoes = Vec::new();
         let mut blocks = Vec::new();
@@ -418,10 +441,10 @@ impl Echoes {
         let mut buf = Vec::new();
         let walked = json::walk(line, |tok, frames| {
             let raw = &line[tok.start..tok.end];
+            if !within(&values, tok.start, tok.end) && !within(&escapes, tok.start, tok.end) {
+                return;
+            }
             let text: &[u8] = if tok.flags == 0 {
-                if !raw_hit {
-                    return;
-                }
                 raw
             } else {
                 if !json::decode(raw, &mut buf) {
