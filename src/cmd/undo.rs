@@ -31,8 +31,9 @@ pub struct UndoArgs {
     /// (a bulk `--in-place --backup` run, or several edits).
     #[arg(long, requires = "since")]
     pub all: bool,
-    /// With --all or --list: only backups made at or after this time (a date such as
-    /// 2026-12-01T10:30, UTC, or an age such as 2h, 7d).
+    /// With --all or --list: only backups made at or after this time: a date and time as
+    /// `--list` prints it (2026-12-01 10:30:15, UTC; 2026-12-01 10:30, RFC 3339 with an
+    /// offset) or an age such as 2h, 7d.
     #[arg(long, value_name = "TIME", value_parser = parse_when)]
     pub since: Option<String>,
     #[command(flatten)]

@@ -1,0 +1,180 @@
+//! Issue #25, round 3: an attacker's pass over the command line. Each case runs the binary
+//! on a sandbox (a temp config folder, or a temp folder of transcripts) and checks that what
+//! the attack aims at — an input, a file outside the session, the terminal — is left as it
+//! was, with a clear message and exit 2 where the command is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::reliability_common::{session, SECRET};
+
+/// A temp config root (`CLAUDE_CONFIG_DIR`, also `HOME` and `XDG_CONFIG_HOME`, so nothing
+/// reaches the real ones) with one project folder.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("projects/-home-dev-r3")).unwrap();
+        Sandbox { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn project(&self) -> PathBuf {
+        self.root().join("projects/-home-dev-r3")
+    }
+
+    /// A session `<id>.jsonl` in the project (a synthetic one holding [`SECRET`]), old
+    /// enough not to look live.
+    fn session(&self, id: &str) -> PathBuf {
+        let p = self.project().join(format!("{id}.jsonl"));
+        std::fs::write(&p, session(1, 6_000)).unwrap();
+        crate::common::age(&p, 3600);
+        p
+    }
+
+    fn cc(&self) -> Command {
+        let mut c = crate::common::cchist();
+        c.env("CLAUDE_CONFIG_DIR", self.root())
+            .env("HOME", self.root())
+            .env("XDG_CONFIG_HOME", self.root())
+            .env_remove("CCHIST_LOCK_WAIT")
+            .env_remove("CCHIST_REDACT_KEY")
+            .env_remove("NO_COLOR");
+        c
+    }
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("run cchist")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every file under `dir` (links not followed) with its bytes.
+fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(e.path());
+            } else if ft.is_file() {
+                out.insert(e.path(), std::fs::read(e.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+// ---- 5. `undo --all --since` takes the time `undo --list` prints ----
+
+/// A sandbox with sessions `a` and `b`, backed up at 10:00 and 12:00 UTC on 2026-01-01.
+fn two_backups() -> (Sandbox, PathBuf, PathBuf) {
+    let r = Sandbox::new();
+    let a = r.session("a");
+    let b = r.session("b");
+    std::fs::write(
+        format!("{}.cchist-bak.20260101T100000000Z", s(&a)),
+        "old a\n",
+    )
+    .unwrap();
+    std::fs::write(
+        format!("{}.cchist-bak.20260101T120000000Z", s(&b)),
+        "old b\n",
+    )
+    .unwrap();
+    (r, a, b)
+}
+
+#[test]
+fn undo_all_since_a_time_of_day_restores_only_later_backups() {
+    // The form `undo --list` prints, with and without seconds, RFC 3339 (an offset too).
+    let listed = {
+        let (r, _, _) = two_backups();
+        let o = run(r.cc().args(["undo", "--list"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.ends_with("b.jsonl"))
+            .unwrap()
+            .to_string();
+        line[..19].to_string()
+    };
+    assert_eq!(listed, "2026-01-01 12:00:00");
+    for since in [
+        listed.as_str(),
+        "2026-01-01 11:00",
+        "2026-01-01 11:59:59",
+        "2026-01-01T11:00:00Z",
+        "2026-01-01T11:30:00.250Z",
+        "2026-01-01T12:00:00+01:00",
+    ] {
+        let (r, a, b) = two_backups();
+        let was_a = std::fs::read(&a).unwrap();
+        let o = run(r.cc().args(["undo", "--all", "--force", "--since", since]));
+        assert!(o.status.success(), "--since {since}: {}", stderr(&o));
+        assert!(
+            std::fs::read(&b).unwrap() == b"old b\n",
+            "--since {since}: b not restored"
+        );
+        assert!(
+            std::fs::read(&a).unwrap() == was_a,
+            "--since {since} undid the 10:00 edit too"
+        );
+    }
+    // A time after both: nothing to restore.
+    let (r, a, b) = two_backups();
+    let before = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let o = run(r
+        .cc()
+        .args(["undo", "--all", "--force", "--since", "2026-01-01 12:00:01"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()) == before,
+        "a file changed"
+    );
+}
+
+#[test]
+fn an_invalid_date_or_time_is_an_error_that_names_it() {
+    let (r, a, b) = two_backups();
+    let before = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    for bad in [
+        "2026-13-45",
+        "2026-02-30",
+        "2026-01-01 25:00",
+        "2026-01-01 10:61",
+        "2026-01-01T10:00:00+25:00",
+        "2026-01-01 10:00 trailing",
+    ] {
+        for cmd in [
+            vec!["undo", "--all", "--force", "--since", bad],
+            vec!["undo", "--list", "--since", bad],
+            vec!["backups", "prune", "--older-than", bad],
+        ] {
+            let o = run(r.cc().args(&cmd));
+            assert_eq!(o.status.code(), Some(2), "{cmd:?}: {}", stderr(&o));
+            let e = stderr(&o);
+            assert!(e.contains(bad), "{cmd:?}: {e}");
+            assert!(!e.contains("no cchist backup"), "{cmd:?}: {e}");
+        }
+    }
+    assert!(
+        (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap()) == before,
+        "a file changed"
+    );
+}
