@@ -209,7 +209,7 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
         }
     }
     let origin = Origin::file(&s.path);
-    let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound())?;
+    let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound()?)?;
     let current = input::read_locked(locked, &origin)?;
     let record = written_record(&latest);
     let expected: Option<Fingerprint> = std::fs::read(&record)

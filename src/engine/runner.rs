@@ -279,7 +279,7 @@ fn run_whole_file(
         // The same rules as a transcript: no links, no other hard links, locked, read whole.
         Mode::InPlace { break_links, .. } => {
             check_replaceable(path, *break_links)?;
-            input::read_locked(lock::lock_path(path, lock::wait_bound())?, &origin)?
+            input::read_locked(lock::lock_path(path, lock::wait_bound()?)?, &origin)?
         }
         _ => input::open(path)?,
     };
@@ -403,7 +403,7 @@ fn in_place(
     let origin = Origin::file(path);
     check_replaceable(path, break_links)?;
     // Another cchist writing this file goes first; then we read what it wrote.
-    let locked = lock::lock_path(path, lock::wait_bound())?;
+    let locked = lock::lock_path(path, lock::wait_bound()?)?;
     let f = input::read_locked(locked, &origin)?;
     let mut sink = LazySink::new(&f.data, || {
         AtomicFile::create(path).map(|a| BufWriter::with_capacity(1 << 16, a))

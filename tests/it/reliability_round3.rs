@@ -178,3 +178,45 @@ fn an_invalid_date_or_time_is_an_error_that_names_it() {
         "a file changed"
     );
 }
+
+// ---- 17. CCHIST_LOCK_WAIT out of range ----
+
+#[test]
+fn an_odd_lock_wait_never_panics_a_writer() {
+    let d = tempfile::tempdir().unwrap();
+    for v in [
+        "2e19",
+        "18446744073709551616",
+        "1e300",
+        "inf",
+        "NaN",
+        "-1",
+        "ten",
+    ] {
+        let f = d.path().join("s.jsonl");
+        std::fs::write(&f, session(1, 6_000)).unwrap();
+        crate::common::age(&f, 3600);
+        let o = run(crate::common::cchist()
+            .env("CCHIST_LOCK_WAIT", v)
+            .env("XDG_CONFIG_HOME", d.path())
+            .args(["redact", "-i", s(&f)]));
+        let e = stderr(&o);
+        assert!(!e.contains("panicked"), "{v}: {e}");
+        match o.status.code() {
+            // A huge wait is capped: the write goes ahead.
+            Some(0) => assert!(
+                !std::fs::read_to_string(&f).unwrap().contains(SECRET),
+                "{v}"
+            ),
+            // Else refused, saying which variable.
+            Some(2) => {
+                assert!(e.contains("CCHIST_LOCK_WAIT"), "{v}: {e}");
+                assert!(std::fs::read_to_string(&f).unwrap().contains(SECRET), "{v}");
+            }
+            c => panic!("{v}: exit {c:?}: {e}"),
+        }
+        if ["2e19", "18446744073709551616", "1e300", "inf"].contains(&v) {
+            assert_eq!(o.status.code(), Some(0), "{v}: {e}");
+        }
+    }
+}
