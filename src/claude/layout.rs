@@ -421,14 +421,21 @@ pub fn owning_session_of(path: &Path) -> SessionFile {
 pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
 
 /// Why a session looks live, if it does: written in the last minute, or held open (or named
-/// on the command line) by a running `claude` process.
+/// on the command line) by a running `claude` process. A modification time in the future
+/// (clocks out of step, a file from a machine ahead of this one) says nothing about how long
+/// ago it was written, so it counts as live too: taking it for idle would let an edit race the
+/// writer.
 pub fn liveness(s: &SessionFile) -> Option<String> {
     if let Ok(m) = std::fs::metadata(&s.path).and_then(|m| m.modified()) {
-        if SystemTime::now()
-            .duration_since(m)
-            .is_ok_and(|d| d < LIVE_WINDOW)
-        {
-            return Some("written in the last 60 s".into());
+        match SystemTime::now().duration_since(m) {
+            Ok(d) if d < LIVE_WINDOW => return Some("written in the last 60 s".into()),
+            Ok(_) => {}
+            Err(ahead) => {
+                return Some(format!(
+                    "modified {:.0} s in the future: the clock is off, so cchist cannot tell when it was last written",
+                    ahead.duration().as_secs_f64().ceil()
+                ))
+            }
         }
     }
     claude_process_using(s).map(|pid| format!("in use by claude process {pid}"))

@@ -220,3 +220,37 @@ fn an_odd_lock_wait_never_panics_a_writer() {
         }
     }
 }
+
+// ---- 19. A modification time in the future ----
+
+#[test]
+fn a_session_written_in_the_future_counts_as_live() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("s.jsonl");
+    std::fs::write(&f, session(1, 6_000)).unwrap();
+    crate::common::set_mtime(
+        &f,
+        std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
+    );
+    let before = std::fs::read(&f).unwrap();
+    let cc = || {
+        let mut c = crate::common::cchist();
+        c.env("XDG_CONFIG_HOME", d.path());
+        c
+    };
+    for args in [
+        vec!["redact", "-i", s(&f)],
+        vec!["history", "delete", "-f", s(&f), "--turns", "1"],
+    ] {
+        let o = run(cc().args(&args));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("live"), "{args:?}: {}", stderr(&o));
+        assert!(
+            std::fs::read(&f).unwrap() == before,
+            "{args:?} changed the file"
+        );
+    }
+    let o = run(cc().args(["redact", "-i", "--force", s(&f)]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!std::fs::read_to_string(&f).unwrap().contains(SECRET));
+}
