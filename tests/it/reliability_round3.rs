@@ -179,6 +179,52 @@ fn an_invalid_date_or_time_is_an_error_that_names_it() {
     );
 }
 
+// ---- 14. Pseudonymization keys ----
+
+#[test]
+fn pseudonymize_refuses_a_short_or_blank_key_without_printing_it() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("s.jsonl");
+    std::fs::write(&f, session(1, 6_000)).unwrap();
+    let key_file = d.path().join("key");
+    let cc = || {
+        let mut c = crate::common::cchist();
+        c.env("XDG_CONFIG_HOME", d.path())
+            .env_remove("CCHIST_REDACT_KEY");
+        c
+    };
+    for key in [
+        "Kq7",
+        "Kq7Kq7Kq7Kq7Kq7",
+        " \t   \t      \t      ",
+        "   Kq7    Kq7    Kq7   ",
+    ] {
+        let o = run(cc()
+            .env("CCHIST_REDACT_KEY", key)
+            .args(["redact", "--pseudonymize", s(&f)]));
+        assert_eq!(o.status.code(), Some(2), "{key:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{key:?}");
+        let e = stderr(&o);
+        assert!(e.contains("16"), "{key:?}: {e}");
+        assert!(!e.contains("Kq7"), "{key:?}: the key was printed: {e}");
+        std::fs::write(&key_file, format!("{key}\n")).unwrap();
+        let o = run(cc().args([
+            "redact",
+            "--pseudonymize",
+            "--key-file",
+            s(&key_file),
+            s(&f),
+        ]));
+        assert_eq!(o.status.code(), Some(2), "key file {key:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("Kq7"), "{}", stderr(&o));
+    }
+    let o = run(cc()
+        .env("CCHIST_REDACT_KEY", "a long enough key of 32 bytes!!")
+        .args(["redact", "--pseudonymize", s(&f)]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("[REDACTED:aws-access-key-id:"));
+}
+
 // ---- 17. CCHIST_LOCK_WAIT out of range ----
 
 #[test]
