@@ -300,3 +300,82 @@ fn a_session_written_in_the_future_counts_as_live() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!std::fs::read_to_string(&f).unwrap().contains(SECRET));
 }
+
+// ---- 20. `hook install` from a binary with another name ----
+
+#[test]
+fn hook_install_from_a_renamed_binary_keeps_one_entry_status_and_uninstall_see_it() {
+    let r = Sandbox::new();
+    let bin_dir = r.root().join("x");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let cc_bin = bin_dir.join("cc");
+    std::os::unix::fs::symlink(crate::common::bin(), &cc_bin).unwrap();
+    let settings = r.root().join("settings.json");
+    let other = serde_json::json!({"type":"command","command":"/usr/bin/notify-send done"});
+    std::fs::write(
+        &settings,
+        serde_json::json!({"hooks":{"SessionEnd":[{"hooks":[other]}]}}).to_string(),
+    )
+    .unwrap();
+    let cc = || {
+        let mut c = Command::new(&cc_bin);
+        c.env("CLAUDE_CONFIG_DIR", r.root())
+            .env("HOME", r.root())
+            .env("XDG_CONFIG_HOME", r.root())
+            .stdin(std::process::Stdio::null());
+        c
+    };
+    let entries = |ev: &str| -> Vec<String> {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        v["hooks"][ev]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .map(|h| h["command"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    for round in 0..3 {
+        let o = run(cc().args(["hook", "install"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut args = vec!["hook", "install"];
+        if round == 2 {
+            args.extend(["--pipeline", "builtin:share"]);
+        }
+        let o = run(cc().args(&args));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ours: Vec<String> = entries("SessionEnd")
+            .into_iter()
+            .filter(|c| c.contains("/x/cc"))
+            .collect();
+        assert_eq!(ours.len(), 1, "round {round}: {:?}", entries("SessionEnd"));
+        assert_eq!(
+            entries("PreCompact").len(),
+            1,
+            "round {round}: {:?}",
+            entries("PreCompact")
+        );
+        assert!(entries("SessionEnd")
+            .iter()
+            .any(|c| c.contains("notify-send")));
+    }
+    let o = run(cc().args(["hook", "status"]));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.lines()
+            .any(|l| l.contains("SessionEnd") && l.contains("/x/cc hook")),
+        "{out}"
+    );
+    assert!(
+        !out.contains("no cchist hook\n") || out.matches("no cchist hook").count() == 1,
+        "{out}"
+    );
+    let o = run(cc().args(["hook", "uninstall"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        entries("SessionEnd"),
+        vec!["/usr/bin/notify-send done".to_string()]
+    );
+    assert!(entries("PreCompact").is_empty());
+}
