@@ -379,3 +379,62 @@ fn hook_install_from_a_renamed_binary_keeps_one_entry_status_and_uninstall_see_i
     );
     assert!(entries("PreCompact").is_empty());
 }
+
+// ---- 21. `-name` arguments: only positional ones are paths ----
+
+#[test]
+fn a_dashed_value_of_a_text_option_is_never_rewritten() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir(work.path().join("-x")).unwrap();
+    for (i, args) in [
+        vec![
+            "history", "insert", "-f", "s.jsonl", "--after", "1", "--text", "-x",
+        ],
+        vec![
+            "history", "replace", "-f", "s.jsonl", "--turns", "1", "--with", "-x",
+        ],
+        vec![
+            "history",
+            "insert",
+            "-f",
+            "s.jsonl",
+            "--after",
+            "1",
+            "--role",
+            "user",
+            "--content",
+            "-x",
+        ],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let f = work.path().join("s.jsonl");
+        std::fs::write(&f, session(i, 6_000)).unwrap();
+        crate::common::age(&f, 3600);
+        let o = run(crate::common::cchist()
+            .current_dir(work.path())
+            .env("XDG_CONFIG_HOME", work.path())
+            .args(&args));
+        let after = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !after.contains("./-x"),
+            "{args:?} wrote the value as a path"
+        );
+        if o.status.success() {
+            assert!(after.contains("\"-x\""), "{args:?}: {}", stderr(&o));
+        } else {
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        }
+    }
+    // Positional arguments, and path-valued options, still name the folder.
+    let f = work.path().join("-x/s.jsonl");
+    std::fs::write(&f, session(9, 6_000)).unwrap();
+    for args in [
+        vec!["validate", "-x"],
+        vec!["history", "list", "-f", "-x/s.jsonl"],
+    ] {
+        let o = run(crate::common::cchist().current_dir(work.path()).args(&args));
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+}
