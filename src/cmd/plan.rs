@@ -214,18 +214,42 @@ fn refuse_lossy_bulk(pipeline: &Pipeline, io: &IoArgs, inputs: &[Input]) -> anyh
 }
 
 /// `--out-dir` mirrors each input by its path relative to its argument: two inputs with the
-/// same relative path would overwrite each other, so refuse before writing anything.
+/// same relative path would overwrite each other, and a destination that is an input itself
+/// (`--out-dir` the input's own folder, or one whose mirror path leads back onto an input
+/// through `..` or a link) would replace that input with none of `--in-place`'s safeguards
+/// (live-session check, `--backup`/`--yes`). Refuse both before writing anything. Paths are
+/// compared canonicalized; a destination that does not exist yet is no input.
 fn refuse_out_dir_collisions(dir: &std::path::Path, inputs: &[Input]) -> anyhow::Result<()> {
     let mut by_rel: std::collections::HashMap<&std::path::Path, &std::path::Path> =
         Default::default();
+    let canonical: std::collections::HashMap<std::path::PathBuf, &std::path::Path> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File { path, .. } => Some((std::fs::canonicalize(path).ok()?, path.as_path())),
+            Input::Stdin => None,
+        })
+        .collect();
     for inp in inputs {
         if let Input::File { path, rel } = inp {
+            let dest = dir.join(rel);
+            if let Some(input) = std::fs::canonicalize(&dest)
+                .ok()
+                .and_then(|c| canonical.get(&c))
+            {
+                bail!(
+                    "--out-dir {}: the output for {} would be written to {}, which is the input {}; that would replace the original without --in-place's checks (live session, --backup). Nothing was written — choose a folder outside the inputs, or use --in-place (with --backup)",
+                    dir.display(),
+                    path.display(),
+                    dest.display(),
+                    input.display()
+                );
+            }
             if let Some(first) = by_rel.insert(rel, path) {
                 bail!(
                     "{} and {} would both be written to {}; nothing was written — run them separately or with different --out-dir folders",
                     first.display(),
                     path.display(),
-                    dir.join(rel).display()
+                    dest.display()
                 );
             }
         }
@@ -294,6 +318,9 @@ fn all(
     if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {
         refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
+    }
+    if let Mode::OutDir(dir) = &mode {
+        refuse_out_dir_collisions(dir, &walk.inputs)?;
     }
     if mode == Mode::DryRun {
         pipeline.count_invalid = true;

@@ -179,6 +179,64 @@ fn an_invalid_date_or_time_is_an_error_that_names_it() {
     );
 }
 
+// ---- 7. `--out-dir` that lands on an input ----
+
+#[test]
+fn out_dir_onto_an_input_is_refused_before_anything_is_written() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("sessions");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let f = dir.join("s.jsonl");
+    std::fs::write(&f, session(1, 6_000)).unwrap();
+    crate::common::age(&f, 3600);
+    let other = d.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let x = other.join("x.jsonl");
+    std::fs::write(&x, session(2, 6_000)).unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&dir, &link).unwrap();
+    let via_dotdot = dir.join("sub/..");
+    let before = snapshot(d.path());
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["redact", "--out-dir", s(&dir), s(&f)],
+        vec!["redact", "--out-dir", s(&dir), s(&dir)],
+        vec!["redact", "--out-dir", s(&link), s(&f)],
+        vec!["redact", "--out-dir", s(&via_dotdot), s(&f)],
+        // The colliding input comes second: the first is not written either.
+        vec!["redact", "--out-dir", s(&dir), s(&x), s(&f)],
+        vec!["drop-tool-noise", "--out-dir", s(&dir), s(&dir)],
+    ];
+    for args in cases {
+        let o = run(crate::common::cchist().args(&args));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--out-dir"), "{args:?}: {}", stderr(&o));
+        assert!(snapshot(d.path()) == before, "{args:?} wrote something");
+    }
+}
+
+#[test]
+fn out_dir_onto_the_config_folder_with_all_is_refused() {
+    let r = Sandbox::new();
+    r.session("a");
+    let before = snapshot(r.root());
+    let projects = r.root().join("projects");
+    for out in [projects.clone(), r.root().to_path_buf()] {
+        let o = run(r.cc().args(["redact", "--all", "--out-dir", s(&out)]));
+        if out == projects {
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains("--out-dir"), "{}", stderr(&o));
+        }
+        // Mirrored under root/, nothing may replace a file that was there.
+        for (p, bytes) in &before {
+            assert!(
+                &std::fs::read(p).unwrap() == bytes,
+                "{} replaced",
+                p.display()
+            );
+        }
+    }
+}
+
 // ---- 14. Pseudonymization keys ----
 
 #[test]
