@@ -160,10 +160,23 @@ impl SessionFile {
         self.path.with_extension("")
     }
 
+    /// The companion folder when it is a symbolic link (to anywhere): it is not followed, so
+    /// none of its files are members. Callers say so ([`crate::claude::walk::expand_sessions`],
+    /// the hooks' fence) rather than leave it out silently.
+    pub fn linked_companion(&self) -> Option<PathBuf> {
+        let dir = self.companion_dir();
+        std::fs::symlink_metadata(&dir)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then_some(dir)
+    }
+
     /// Every file that makes up this session, main transcript first, then the companion
     /// folder's files and the backups, each sorted by path. This is the one answer to "which
     /// files are this session" for every command that reads, transforms, copies, forks,
-    /// backs up or restores one. Links are never followed; a linked member is left out.
+    /// backs up or restores one. Links are never followed; a linked member is left out, and
+    /// so is everything under a companion folder that is itself a link
+    /// ([`SessionFile::linked_companion`]): an in-place write would go through it to wherever
+    /// it points.
     pub fn members(&self) -> Vec<Member> {
         let mut v = vec![Member {
             path: self.path.clone(),
@@ -174,7 +187,9 @@ impl SessionFile {
             part: Part::Backup,
         }));
         let mut companions = Vec::new();
-        collect_companions(&self.companion_dir(), &mut companions);
+        if self.linked_companion().is_none() {
+            collect_companions(&self.companion_dir(), &mut companions);
+        }
         companions.sort();
         for c in companions {
             v.extend(backups(&c.path).into_iter().map(|path| Member {

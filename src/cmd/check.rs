@@ -126,7 +126,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let mut walk = super::plan::inputs(&paths, &args.scan.include, &args.scan.exclude)?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
-    walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    super::plan::whole_sessions(&mut walk);
     let outcomes =
         super::progress::run_with_bar(&pipeline, &walk.inputs, Mode::DryRun, args.jobs, args.quiet);
 

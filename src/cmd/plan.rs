@@ -52,6 +52,16 @@ pub fn inputs(
     Ok(w)
 }
 
+/// Add the other files of each session among the inputs ([`walk::expand_sessions`]), and say
+/// which companion folders were not followed.
+pub fn whole_sessions(walk: &mut walk::Walk) {
+    let before = walk.skipped.len();
+    walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs), &mut walk.skipped);
+    for (p, why) in &walk.skipped[before..] {
+        eprintln!("cchist: skipped {}: {why}", p.display());
+    }
+}
+
 /// The paths a read-only scan (`check`, `validate`) covers: those given, plus the session
 /// `--session` names, plus with `--all` the projects folder and history.jsonl of the config
 /// root.
@@ -105,7 +115,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
     if mode != Mode::Stdout {
         // Changing a session changes all of it: sub-agents, metadata, tool-results, backups.
-        walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+        whole_sessions(&mut walk);
         // A member named on its own too is one file, processed once.
         walk::dedupe(&mut walk);
     }
@@ -306,7 +316,7 @@ fn all(
     let projects = layout::projects_dir(&root);
     let mut walk = inputs(std::slice::from_ref(&projects), &io.include, &io.exclude)
         .with_context(|| format!("walking {}", projects.display()))?;
-    walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    whole_sessions(&mut walk);
     let history = root.join("history.jsonl");
     if history.is_file() {
         walk.inputs.push(Input::File {

@@ -237,6 +237,49 @@ fn out_dir_onto_the_config_folder_with_all_is_refused() {
     }
 }
 
+// ---- 8. A companion folder that is a link ----
+
+#[test]
+fn a_linked_companion_folder_is_never_written_through() {
+    let r = Sandbox::new();
+    let f = r.session("s");
+    let away = r.root().join("away");
+    std::fs::create_dir_all(away.join("tool-results")).unwrap();
+    let outside = away.join("tool-results/r.txt");
+    let body = format!("aws_access_key_id = {SECRET}\n");
+    std::fs::write(&outside, &body).unwrap();
+    crate::common::age(&outside, 3600);
+    std::os::unix::fs::symlink(&away, r.project().join("s")).unwrap();
+    let out = r.root().join("out");
+    for args in [
+        vec!["redact", "-i", s(&f)],
+        vec!["redact", "--all", "-i"],
+        vec!["run", "-p", "builtin:scrub", "-i", "--backup=", s(&f)],
+        vec!["redact", "--out-dir", s(&out), s(&f)],
+    ] {
+        let o = run(r.cc().args(&args));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), body, "{args:?}");
+        assert!(
+            stderr(&o).contains("symbolic link"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            std::fs::read_dir(away.join("tool-results"))
+                .unwrap()
+                .count()
+                == 1,
+            "{args:?} left a file in the link's target"
+        );
+    }
+    assert!(
+        !out.join("s/tool-results/r.txt").exists(),
+        "copied through the link"
+    );
+    // The transcript itself was redacted.
+    assert!(!std::fs::read_to_string(&f).unwrap().contains(SECRET));
+}
+
 // ---- 14. Pseudonymization keys ----
 
 #[test]
