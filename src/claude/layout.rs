@@ -95,7 +95,8 @@ pub enum Part {
     /// are redacted like a record's, nothing else changes.
     Document,
     /// Any other companion file (`tool-results/*.txt`, and what a future Claude Code puts
-    /// there): plain text, redacted as text.
+    /// there): plain text, redacted as text; one that is binary (a zip, an image) is left byte
+    /// for byte ([`crate::engine::pipeline::is_binary`]).
     Text,
     /// A cchist backup of the transcript or of a sub-agent (`*.cchist-bak.*`): a copy of the
     /// session that undo may restore, so it is redacted with it and otherwise left as it was.

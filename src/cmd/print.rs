@@ -173,6 +173,18 @@ pub fn report(
                 if let Some(n) = r.counters.get("bytes-appended-during-replace") {
                     eprintln!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
                 }
+                if r.counters
+                    .contains_key(cchist::engine::pipeline::BINARY_SKIPPED)
+                    && !as_json
+                {
+                    let found = match r.findings.len() {
+                        0 => String::new(),
+                        n => format!(
+                            "; it holds {n} secret(s) cchist cannot redact without breaking it (`cchist check` lists them)"
+                        ),
+                    };
+                    eprintln!("cchist: skipped {name}: a binary file (NUL bytes or not UTF-8), left byte for byte{found}");
+                }
                 files.push(json!({"file": name, "ok": true, "report": r}));
             }
             Err(e) => {

@@ -151,7 +151,8 @@ pub fn run_one_to(pipeline: &Pipeline, inp: &Input, w: &mut dyn Write) -> Result
 pub enum Treatment {
     /// A transcript (`*.jsonl`): every stage.
     Records,
-    /// Plain text (`tool-results/*.txt` and other companion files): the text transformation.
+    /// Plain text (`tool-results/*.txt` and other companion files): the text transformation,
+    /// which leaves a binary file byte for byte ([`Pipeline::run_text`]).
     Text,
     /// A copy of a session (`*.cchist-bak.*`) or a JSON document (`*.meta.json`).
     Copy,

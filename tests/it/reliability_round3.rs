@@ -280,6 +280,73 @@ fn a_linked_companion_folder_is_never_written_through() {
     assert!(!std::fs::read_to_string(&f).unwrap().contains(SECRET));
 }
 
+// ---- 9. Binary companion files ----
+
+#[test]
+fn binary_companions_are_left_byte_identical_and_said_so() {
+    let r = Sandbox::new();
+    let f = r.session("s");
+    let tr = r.project().join("s/tool-results");
+    std::fs::create_dir_all(&tr).unwrap();
+    let mut zip = b"PK\x03\x04\x14\x00\x00\x00\x08\x00".to_vec();
+    zip.extend_from_slice(format!("key.txt aws_access_key_id = {SECRET}\n").as_bytes());
+    zip.extend_from_slice(&[0, 0, 0xff, 0x10, b'\n', 0x80]);
+    let mut latin = b"caf\xe9 cr\xe8me ".to_vec(); // Latin-1: not UTF-8, no NUL
+    latin.extend_from_slice(format!("aws_access_key_id = {SECRET}\n").as_bytes());
+    std::fs::write(tr.join("keys.zip"), &zip).unwrap();
+    std::fs::write(tr.join("notes.bin"), &latin).unwrap();
+    let text = tr.join("t.txt");
+    std::fs::write(&text, format!("aws_access_key_id = {SECRET}\n")).unwrap();
+    for f in ["keys.zip", "notes.bin", "t.txt"] {
+        crate::common::age(&tr.join(f), 3600);
+    }
+    let out = r.root().join("out");
+    let o = run(r.cc().args(["redact", "--out-dir", s(&out), s(&f)]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::read(out.join("s/tool-results/keys.zip")).unwrap() == zip,
+        "{}",
+        stringify!(zip)
+    );
+    assert!(
+        std::fs::read(out.join("s/tool-results/notes.bin")).unwrap() == latin,
+        "{}",
+        stringify!(latin)
+    );
+    let o = run(r.cc().args(["redact", "-i", s(&f)]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::read(tr.join("keys.zip")).unwrap() == zip,
+        "{}",
+        stringify!(zip)
+    );
+    assert!(
+        std::fs::read(tr.join("notes.bin")).unwrap() == latin,
+        "{}",
+        stringify!(latin)
+    );
+    let e = stderr(&o);
+    for name in ["keys.zip", "notes.bin"] {
+        assert!(
+            e.lines().any(|l| l.contains(name) && l.contains("binary")),
+            "{name} not reported as skipped: {e}"
+        );
+    }
+    // Text companions are still redacted.
+    assert!(!std::fs::read_to_string(&text).unwrap().contains(SECRET));
+    // A fork copies them as they are.
+    let o = run(r.cc().args(["redact", "--fork", s(&f)]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let forked: Vec<_> = snapshot(&r.project())
+        .into_iter()
+        .filter(|(p, _)| {
+            p.file_name().is_some_and(|n| n == "keys.zip") && !p.starts_with(r.project().join("s"))
+        })
+        .collect();
+    assert_eq!(forked.len(), 1);
+    assert!(forked[0].1 == zip, "the fork changed keys.zip");
+}
+
 // ---- 14. Pseudonymization keys ----
 
 #[test]
