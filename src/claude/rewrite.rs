@@ -239,11 +239,12 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
             .map_err(|e| Error::io(&o, "write", e))?;
         tmp.commit(Some(current.meta.mode()), current.meta.modified().ok())
             .map_err(|e| Error::io(&o, "rename", e))?;
-        eprintln!(
+        let msg = format!(
             "cchist: {}: {what}; the replaced content is kept as {}",
             s.path.display(),
             keep.display()
         );
+        eprintln!("{}", crate::findings::report::printable_text(&msg));
     }
     restore_from(&latest, &s.path, &current)?;
     drop(current);

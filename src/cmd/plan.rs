@@ -1,6 +1,7 @@
 //! Arguments resolved into work: which inputs (whole sessions where files are changed), which
 //! mode, which live sessions to leave alone, or a fork; then the run and its report.
 
+use super::print::say;
 use anyhow::{bail, Context};
 use cchist::claude::layout::{self, SessionFile};
 use cchist::claude::walk::{self, Filters};
@@ -40,10 +41,10 @@ pub fn inputs(
         }
     }
     for (p, why) in &w.skipped {
-        eprintln!("cchist: skipped {}: {why}", p.display());
+        say!("cchist: skipped {}: {why}", p.display());
     }
     for (p, first) in &w.duplicates {
-        eprintln!(
+        say!(
             "cchist: note: {} is the same file as {}; processed once",
             p.display(),
             first.display()
@@ -58,7 +59,7 @@ pub fn whole_sessions(walk: &mut walk::Walk) {
     let before = walk.skipped.len();
     walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs), &mut walk.skipped);
     for (p, why) in &walk.skipped[before..] {
-        eprintln!("cchist: skipped {}: {why}", p.display());
+        say!("cchist: skipped {}: {why}", p.display());
     }
 }
 
@@ -144,7 +145,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         walk.inputs.retain(|inp| match live_reason(inp, &mut verdicts) {
             // A preview writes nothing: show it, and say the real run would refuse the file.
             Some(why) if io.diff.is_some() => {
-                eprintln!(
+                say!(
                     "cchist: note: {}: the session looks live ({why}); a run with --in-place would leave it untouched unless --force",
                     inp.origin()
                 );
@@ -292,12 +293,12 @@ pub fn report_leftovers(leftovers: &[std::path::PathBuf], started: std::time::Sy
     use cchist::io::output::Leftover;
     for (p, what) in cchist::io::output::remove_leftovers(leftovers, started) {
         match what {
-            Leftover::Removed => eprintln!(
+            Leftover::Removed => say!(
                 "cchist: removed {}: temp file of an interrupted run",
                 p.display()
             ),
-            Leftover::Kept(why) => eprintln!("cchist: left {}: {why}", p.display()),
-            Leftover::Failed(e) => eprintln!(
+            Leftover::Kept(why) => say!("cchist: left {}: {why}", p.display()),
+            Leftover::Failed(e) => say!(
                 "cchist: could not remove {} (temp file of an interrupted run): {e}",
                 p.display()
             ),
@@ -361,7 +362,7 @@ fn all(
         });
     }
     for (p, why) in &skipped {
-        eprintln!(
+        say!(
             "cchist: skipped {} (live session: {why}; --force to process it anyway)",
             p.display()
         );
@@ -398,11 +399,11 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
     };
     let (report, written) = cchist::claude::rewrite::mutate(&s, pipeline, opts)?;
     if let cchist::claude::rewrite::Written::Forked { id, path: new } = written {
-        eprintln!(
+        say!(
             "{}",
             describe(&s.path.display().to_string(), &report).replace("would change", "changed")
         );
-        eprintln!(
+        say!(
             "{}: left untouched; new session written to {}",
             s.path.display(),
             new.display()

@@ -435,6 +435,97 @@ fn an_odd_lock_wait_never_panics_a_writer() {
     }
 }
 
+// ---- 18. Terminal escapes from transcripts and file names ----
+
+/// OSC 52 (a clipboard write), a bare CR that would overwrite the line, a CSI in its C1 form.
+const ESCAPES: &str = "\u{1b}]52;c;cHduZWQ=\u{7} evil\rfake line \u{9b}31m red \u{1b}[2J";
+
+/// True when `out` holds a control character a terminal acts on (other than newline and tab).
+fn has_controls(out: &[u8]) -> bool {
+    String::from_utf8_lossy(out)
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+fn hostile_session() -> Vec<u8> {
+    let sid = "e5c0-0000-4000-8000-000000000001";
+    let lines = [
+        serde_json::json!({"type":"user","uuid":"u1","parentUuid":null,"sessionId":sid,
+            "cwd": format!("/home/dev/{ESCAPES}"),
+            "timestamp":"2026-01-01T00:00:00.000Z",
+            "message":{"role":"user","content":format!("hello {ESCAPES}")}}),
+        serde_json::json!({"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":sid,
+            "timestamp":"2026-01-01T00:00:01.000Z",
+            "message":{"id":"m1","role":"assistant","content":[
+                {"type":"text","text":format!("answer {ESCAPES}")},
+                {"type":"tool_use","id":"toolu_1","name":format!("Bash{ESCAPES}"),"input":{"command":format!("echo {ESCAPES}")}}]}}),
+        serde_json::json!({"type":"user","uuid":"r1","parentUuid":"a1","sessionId":sid,
+            "timestamp":"2026-01-01T00:00:02.000Z",
+            "message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1",
+                "content":format!("aws_access_key_id = {SECRET} {ESCAPES}")}]}}),
+    ];
+    lines
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn transcript_text_and_file_names_reach_the_terminal_without_controls() {
+    let r = Sandbox::new();
+    let f = r.project().join("e5c0-0000-4000-8000-000000000001.jsonl");
+    std::fs::write(&f, hostile_session()).unwrap();
+    crate::common::age(&f, 3600);
+    let named = r.root().join(format!("x{ESCAPES}.jsonl"));
+    std::fs::write(&named, hostile_session()).unwrap();
+    crate::common::age(&named, 3600);
+    let ops = r.root().join("ops.json");
+    std::fs::write(
+        &ops,
+        serde_json::json!({"action":"modify_history","operations":[{"type":"insert","after":1,
+            "content":{"type":"user","content":"x","uuid":format!("label{ESCAPES}")}}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        r.root().join("settings.json"),
+        serde_json::json!({"hooks":{"SessionEnd":[{"hooks":[{"type":"command",
+            "command":format!("cchist hook --pipeline '{ESCAPES}'"),"timeout":5}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let missing = r.root().join(format!("missing{ESCAPES}.jsonl"));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["history", "list", "-f", s(&f)],
+        vec!["history", "list", "--steps", "-f", s(&f)],
+        vec!["history", "show", "-f", s(&f), "-t", "1"],
+        vec!["ls"],
+        vec!["hook", "status"],
+        vec!["apply", s(&ops), "-f", s(&named), "--dry-run"],
+        vec!["apply", s(&ops), "-f", s(&named), "--fork"],
+        vec!["redact", "--diff", s(&named)],
+        vec!["redact", "--dry-run", s(&named)],
+        vec!["redact", "--dry-run", s(&named), s(&f)],
+        vec!["check", s(&named)],
+        vec!["validate", s(&named)],
+        vec!["redact", s(&named), s(&missing)],
+    ];
+    for args in cases {
+        let o = run(r.cc().args(&args));
+        assert!(
+            !has_controls(&o.stdout),
+            "{args:?}: stdout: {:?}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(
+            !has_controls(&o.stderr),
+            "{args:?}: stderr: {:?}",
+            stderr(&o)
+        );
+    }
+}
+
 // ---- 19. A modification time in the future ----
 
 #[test]
