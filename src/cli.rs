@@ -67,8 +67,10 @@ pub enum Command {
 /// existing file or folder turned into a path (`-home-dev-webapp` → `./-home-dev-webapp`):
 /// Claude Code names project folders after the working directory, so they start with `-`, and
 /// `cchist check -home-dev-webapp` must check that folder, not print help (`-h`) and exit 0.
-/// Flags keep their meaning (a known flag wins over a file of that name); values of options
-/// and everything after `--` are left alone.
+/// Flags keep their meaning (a known flag wins over a file of that name); everything after
+/// `--` is left alone, and so is the value of an option — text (`--text -x` must write `-x`,
+/// not `./-x`, into the transcript) — unless the option takes a path, where `./-x` names the
+/// same file (`--file -home-dev-webapp/s.jsonl`).
 pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory;
     // Most command lines have no such argument: leave them without building the command tree
@@ -84,8 +86,8 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
     root.build();
     let mut cur = &root;
     let mut out = Vec::with_capacity(args.len());
-    // The option whose value comes next: `Some(true)` when it takes values starting with `-`.
-    let mut expect_value: Option<bool> = None;
+    // The option whose value comes next.
+    let mut expect_value: Option<ValueOf> = None;
     let mut rest = false;
     let dashed_path =
         |s: &str| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists();
@@ -94,10 +96,11 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
             out.push(a);
             continue;
         };
-        if let Some(hyphen_ok) = expect_value.take() {
-            // A value clap would refuse for its leading `-`, naming an existing path, is that
-            // path (`--file -home-dev-webapp/x.jsonl`).
-            if !hyphen_ok && dashed_path(s) {
+        if let Some(value) = expect_value.take() {
+            // A path clap would refuse for its leading `-`, naming an existing file or
+            // folder, is that path (`--file -home-dev-webapp/x.jsonl`). Any other value stays
+            // as typed: it is text, and `./` would change it.
+            if value.is_path && !value.hyphen_ok && dashed_path(s) {
                 out.push(format!("./{s}").into());
             } else {
                 out.push(a);
@@ -123,13 +126,26 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
     out
 }
 
+/// What the value after an option is.
+#[derive(Debug, Clone, Copy)]
+struct ValueOf {
+    /// Clap takes a value starting with `-` as it is.
+    hyphen_ok: bool,
+    /// The value is a path (a `PathBuf` field), so `./-x` means what `-x` does.
+    is_path: bool,
+}
+
 /// Whether `s` is a flag of `cmd` (`Some`), and if so whether the next argument is its value
-/// (`Some(Some(hyphen_values_allowed))`).
-fn flag_takes_value(cmd: &clap::Command, s: &str) -> Option<Option<bool>> {
+/// (`Some(Some(what it is))`).
+fn flag_takes_value(cmd: &clap::Command, s: &str) -> Option<Option<ValueOf>> {
     let takes = |a: &clap::Arg| {
-        a.get_action()
-            .takes_values()
-            .then(|| a.is_allow_hyphen_values_set())
+        a.get_action().takes_values().then(|| ValueOf {
+            hyphen_ok: a.is_allow_hyphen_values_set(),
+            is_path: matches!(
+                a.get_value_hint(),
+                clap::ValueHint::AnyPath | clap::ValueHint::FilePath | clap::ValueHint::DirPath
+            ),
+        })
     };
     if let Some(long) = s.strip_prefix("--") {
         let (name, inline) = match long.split_once('=') {
@@ -147,9 +163,9 @@ fn flag_takes_value(cmd: &clap::Command, s: &str) -> Option<Option<bool>> {
         let a = cmd.get_arguments().find(|a| {
             a.get_short() == Some(c) || a.get_all_short_aliases().is_some_and(|al| al.contains(&c))
         })?;
-        if let Some(hyphen_ok) = takes(a) {
+        if let Some(value) = takes(a) {
             // The value is the rest of this argument, or else the next one.
-            return Some((i + c.len_utf8() == s.len() - 1).then_some(hyphen_ok));
+            return Some((i + c.len_utf8() == s.len() - 1).then_some(value));
         }
     }
     Some(None)

@@ -64,7 +64,12 @@ fn main() -> ExitCode {
                 // Like other Unix filters: a closed pipe (`| head`) is not an error.
                 ExitStatus::Ok
             } else {
-                eprintln!("cchist: error: {e:#}");
+                // The message may name a file or quote a transcript: no control characters.
+                let msg = format!("{e:#}");
+                eprintln!(
+                    "cchist: error: {}",
+                    cchist::findings::report::printable_text(&msg)
+                );
                 ExitStatus::Error
             }
         }

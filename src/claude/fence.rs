@@ -119,7 +119,14 @@ impl Fence {
     /// never members; a companion folder that is a link resolves outside and is refused.
     pub fn members(&self, transcript: &Path) -> (Vec<Member>, Vec<String>) {
         let (mut ok, mut refused) = (Vec::new(), Vec::new());
-        for m in SessionFile::from_path(transcript).members() {
+        let session = SessionFile::from_path(transcript);
+        if let Some(dir) = session.linked_companion() {
+            refused.push(format!(
+                "{}: the session's companion folder is a symbolic link, so its files are outside the session folder; hooks do not follow it",
+                dir.display()
+            ));
+        }
+        for m in session.members() {
             match self.file(&m.path, None) {
                 Ok(path) => ok.push(Member { path, part: m.part }),
                 Err(Refusal::Missing) => {}

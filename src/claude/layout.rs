@@ -95,7 +95,8 @@ pub enum Part {
     /// are redacted like a record's, nothing else changes.
     Document,
     /// Any other companion file (`tool-results/*.txt`, and what a future Claude Code puts
-    /// there): plain text, redacted as text.
+    /// there): plain text, redacted as text; one that is binary (a zip, an image) is left byte
+    /// for byte ([`crate::engine::pipeline::is_binary`]).
     Text,
     /// A cchist backup of the transcript or of a sub-agent (`*.cchist-bak.*`): a copy of the
     /// session that undo may restore, so it is redacted with it and otherwise left as it was.
@@ -160,10 +161,23 @@ impl SessionFile {
         self.path.with_extension("")
     }
 
+    /// The companion folder when it is a symbolic link (to anywhere): it is not followed, so
+    /// none of its files are members. Callers say so ([`crate::claude::walk::expand_sessions`],
+    /// the hooks' fence) rather than leave it out silently.
+    pub fn linked_companion(&self) -> Option<PathBuf> {
+        let dir = self.companion_dir();
+        std::fs::symlink_metadata(&dir)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then_some(dir)
+    }
+
     /// Every file that makes up this session, main transcript first, then the companion
     /// folder's files and the backups, each sorted by path. This is the one answer to "which
     /// files are this session" for every command that reads, transforms, copies, forks,
-    /// backs up or restores one. Links are never followed; a linked member is left out.
+    /// backs up or restores one. Links are never followed; a linked member is left out, and
+    /// so is everything under a companion folder that is itself a link
+    /// ([`SessionFile::linked_companion`]): an in-place write would go through it to wherever
+    /// it points.
     pub fn members(&self) -> Vec<Member> {
         let mut v = vec![Member {
             path: self.path.clone(),
@@ -174,7 +188,9 @@ impl SessionFile {
             part: Part::Backup,
         }));
         let mut companions = Vec::new();
-        collect_companions(&self.companion_dir(), &mut companions);
+        if self.linked_companion().is_none() {
+            collect_companions(&self.companion_dir(), &mut companions);
+        }
         companions.sort();
         for c in companions {
             v.extend(backups(&c.path).into_iter().map(|path| Member {
@@ -421,14 +437,21 @@ pub fn owning_session_of(path: &Path) -> SessionFile {
 pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
 
 /// Why a session looks live, if it does: written in the last minute, or held open (or named
-/// on the command line) by a running `claude` process.
+/// on the command line) by a running `claude` process. A modification time in the future
+/// (clocks out of step, a file from a machine ahead of this one) says nothing about how long
+/// ago it was written, so it counts as live too: taking it for idle would let an edit race the
+/// writer.
 pub fn liveness(s: &SessionFile) -> Option<String> {
     if let Ok(m) = std::fs::metadata(&s.path).and_then(|m| m.modified()) {
-        if SystemTime::now()
-            .duration_since(m)
-            .is_ok_and(|d| d < LIVE_WINDOW)
-        {
-            return Some("written in the last 60 s".into());
+        match SystemTime::now().duration_since(m) {
+            Ok(d) if d < LIVE_WINDOW => return Some("written in the last 60 s".into()),
+            Ok(_) => {}
+            Err(ahead) => {
+                return Some(format!(
+                    "modified {:.0} s in the future: the clock is off, so cchist cannot tell when it was last written",
+                    ahead.duration().as_secs_f64().ceil()
+                ))
+            }
         }
     }
     claude_process_using(s).map(|pid| format!("in use by claude process {pid}"))

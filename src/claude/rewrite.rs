@@ -228,7 +228,7 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
         }
     }
     let origin = Origin::file(&s.path);
-    let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound())?;
+    let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound()?)?;
     let current = input::read_locked(locked, &origin)?;
     let record = written_record(&latest);
     let expected: Option<Fingerprint> = std::fs::read(&record)
@@ -258,11 +258,12 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
             .map_err(|e| Error::io(&o, "write", e))?;
         tmp.commit(Some(current.meta.mode()), current.meta.modified().ok())
             .map_err(|e| Error::io(&o, "rename", e))?;
-        eprintln!(
+        let msg = format!(
             "cchist: {}: {what}; the replaced content is kept as {}",
             s.path.display(),
             keep.display()
         );
+        eprintln!("{}", crate::findings::report::printable_text(&msg));
     }
     restore_from(&latest, &s.path, &current)?;
     drop(current);

@@ -1,7 +1,8 @@
 //! cchist's entries in Claude Code's `settings.json`: install, uninstall, list.
 //!
-//! An entry is recognised by its parsed argv (`<…/cchist> hook …`, shell quoting undone), so
-//! a binary path with a space is found again. The file is written atomically through a link
+//! An entry is recognised by its parsed argv (`<binary> hook [--pipeline P]`, shell quoting
+//! undone, whatever the binary is named), so a binary path with a space, or a copy named
+//! otherwise, is found again. The file is written atomically through a link
 //! (dotfiles setups keep `settings.json` as a symlink), with a backup of the previous version.
 
 use std::path::{Path, PathBuf};
@@ -33,16 +34,27 @@ pub fn command_line(argv: &[String]) -> Result<String> {
         .map_err(|e| Error::Other(format!("cannot quote the hook command {argv:?}: {e}")))
 }
 
-/// The argv of a hook entry's command, when it is one cchist wrote: `<…/cchist> hook …`.
+/// The argv of a hook entry's command, when it is one cchist wrote. Recognised by its
+/// arguments, not by the binary's name: `hook install` writes `<binary> hook` or `<binary>
+/// hook --pipeline <spec>`, and the binary may be a copy or a link named otherwise (`cc`), which
+/// must still be found again (a reinstall replaces it, `status` lists it, `uninstall` removes
+/// it). A binary named `cchist` with `hook` and any other arguments is ours too (an entry
+/// edited by hand). Anything else — another tool's `x hook --verbose` included — is not.
 pub fn our_argv(entry: &Value) -> Option<Vec<String>> {
     let cmd = entry.get("command").and_then(Value::as_str)?;
     let argv = shlex::split(cmd)?;
-    let ours = argv.len() >= 2
-        && Path::new(&argv[0])
-            .file_name()
-            .is_some_and(|n| n == "cchist")
-        && argv[1] == "hook";
-    ours.then_some(argv)
+    if argv.len() < 2 || argv[1] != "hook" {
+        return None;
+    }
+    let named = Path::new(&argv[0])
+        .file_name()
+        .is_some_and(|n| n == "cchist");
+    let written = match &argv[2..] {
+        [] => true,
+        [flag, _] => flag == "--pipeline",
+        _ => false,
+    };
+    (named || written).then_some(argv)
 }
 
 fn is_ours(entry: &Value) -> bool {
@@ -277,6 +289,28 @@ mod tests {
         assert_eq!(installed(&doc).len(), 1);
         assert!(uninstall_from(&mut doc, None));
         assert_eq!(doc, json!({"hooks": {}}));
+    }
+
+    #[test]
+    fn a_binary_named_otherwise_is_recognised_by_its_arguments() {
+        let other = json!({"type": "command", "command": "/usr/bin/x hook --verbose"});
+        let mut doc = json!({"hooks": {"SessionEnd": [{"hooks": [other.clone()]}]}});
+        let ev = vec!["SessionEnd".to_string()];
+        let cmd = argv(&["/tmp/x/cc", "hook"]);
+        assert!(install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        assert!(
+            !install_into(&mut doc, &ev, &cmd, 10).unwrap(),
+            "no duplicate"
+        );
+        let cmd2 = argv(&["/tmp/x/cc", "hook", "--pipeline", "builtin:share"]);
+        assert!(install_into(&mut doc, &ev, &cmd2, 10).unwrap());
+        let listed: Vec<String> = installed(&doc).into_iter().map(|e| e.1).collect();
+        assert_eq!(
+            listed,
+            vec!["/tmp/x/cc hook --pipeline builtin:share".to_string()]
+        );
+        assert!(uninstall_from(&mut doc, None));
+        assert_eq!(doc, json!({"hooks": {"SessionEnd": [{"hooks": [other]}]}}));
     }
 
     #[test]

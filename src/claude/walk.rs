@@ -224,8 +224,9 @@ fn walk_dir(
 /// `tool-results/`, cchist's backups: [`SessionFile::members`]) right after its transcript,
 /// each file once. A command that changes sessions in place, into a folder or as a dry run
 /// handles whole sessions this way, whichever argument named them; writing to stdout keeps to
-/// the files named.
-pub fn expand_sessions(inputs: Vec<Input>) -> Vec<Input> {
+/// the files named. A companion folder that is a symbolic link is not followed (an in-place
+/// write would go through it to wherever it points): it is added to `skipped`, once.
+pub fn expand_sessions(inputs: Vec<Input>, skipped: &mut Vec<(PathBuf, String)>) -> Vec<Input> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(inputs.len());
     for inp in inputs {
@@ -242,7 +243,16 @@ pub fn expand_sessions(inputs: Vec<Input>) -> Vec<Input> {
                 .and_then(Path::file_name)
                 .is_none_or(|n| n != "subagents");
         let members = if is_main {
-            SessionFile::from_path(path).members()
+            let s = SessionFile::from_path(path);
+            if let Some(dir) = s.linked_companion() {
+                if !skipped.iter().any(|(p, _)| *p == dir) {
+                    skipped.push((
+                        dir,
+                        "the session's companion folder is a symbolic link (not followed; what it points to is left as it is)".into(),
+                    ));
+                }
+            }
+            s.members()
         } else {
             Vec::new()
         };

@@ -141,47 +141,40 @@ fn backup_suffix(s: &str) -> Result<String, String> {
     }
 }
 
-/// A point in time for `--since`: a date or date and time (UTC; `2026-12-01`,
-/// `2026-12-01T10:30`, `2026-12-01T10:30:00Z`) or an age (`30m`, `12h`, `7d`, `2w`). Returned
-/// as a stamp in the form of [`cchist::io::clock::file_stamp`], which compares as a string
-/// with stamps of later times.
+/// A point in time for `--since`: a date or date and time (`2026-12-01`, `2026-12-01 10:30`,
+/// `2026-12-01 10:30:15` as `undo --list` prints it, RFC 3339 such as `2026-12-01T10:30:00Z`;
+/// UTC unless it carries an offset) or an age (`30m`, `12h`, `7d`, `2w`). Returned as a stamp
+/// in the form of [`cchist::io::clock::file_stamp`], which compares as a string with the
+/// stamps of backup names. The time of day counts: `undo --all --since "2026-12-01 10:30"`
+/// must not undo the edits of that morning.
 pub fn parse_when(s: &str) -> Result<String, String> {
     let t = s.trim();
-    let bad = || {
-        format!("`{s}` is not a time: write a date (2026-12-01, 2026-12-01T10:30) or an age (30m, 12h, 7d, 2w)")
-    };
-    if let Some(unit) = t.chars().last().filter(|c| c.is_ascii_alphabetic()) {
-        let n: u64 = t[..t.len() - 1].parse().map_err(|_| bad())?;
+    let forms = "write a date and time (2026-12-01, 2026-12-01 10:30, 2026-12-01T10:30:00Z; UTC, as `undo --list` prints them) or an age (30m, 12h, 7d, 2w)";
+    if let Some(unit) = t
+        .chars()
+        .last()
+        .filter(|c| c.is_ascii_alphabetic() && !matches!(c, 'Z' | 'z'))
+    {
         let secs = match unit {
             's' => 1,
             'm' => 60,
             'h' => 3600,
             'd' => 86_400,
             'w' => 7 * 86_400,
-            'Z' | 'z' => 0,
-            _ => return Err(bad()),
+            _ => 0,
         };
-        if secs > 0 {
-            let at = std::time::SystemTime::now()
-                .checked_sub(std::time::Duration::from_secs(n.saturating_mul(secs)))
-                .unwrap_or(std::time::UNIX_EPOCH);
-            return Ok(cchist::io::clock::file_stamp(at));
-        }
+        let n = t[..t.len() - 1].parse::<u64>().ok().filter(|_| secs > 0);
+        let Some(n) = n else {
+            return Err(format!("`{s}` is not a time: {forms}"));
+        };
+        let at = std::time::SystemTime::now()
+            .checked_sub(std::time::Duration::from_secs(n.saturating_mul(secs)))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        return Ok(cchist::io::clock::file_stamp(at));
     }
-    // A date: keep its digits (and the T), the prefix of a file stamp.
-    let date_ok = t.len() >= 10
-        && t.as_bytes()[4] == b'-'
-        && t.as_bytes()[7] == b'-'
-        && t[..4].bytes().all(|b| b.is_ascii_digit());
-    if !date_ok {
-        return Err(bad());
-    }
-    let stamp: String = t
-        .trim_end_matches(['Z', 'z'])
-        .chars()
-        .filter(|c| c.is_ascii_digit() || *c == 'T')
-        .collect();
-    Ok(stamp)
+    let at = cchist::io::clock::parse(t)
+        .map_err(|why| format!("`{s}` is not a valid time ({why}): {forms}"))?;
+    Ok(cchist::io::clock::file_stamp(at))
 }
 
 impl IoArgs {

@@ -3,6 +3,7 @@
 //!
 //! `cchist check --pipeline FILE` with no paths validates the pipeline file alone.
 
+use super::print::say;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -78,7 +79,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
         let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
-        eprintln!(
+        say!(
             "cchist: {}: valid pipeline ({} stages: {})",
             p.display(),
             names.len(),
@@ -121,7 +122,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         // waiting on the terminal.
         let projects =
             cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
-        eprintln!(
+        say!(
             "cchist: no path given and stdin is a terminal: checking every project under {} (name paths, or pipe a transcript in, to check those)",
             projects.display()
         );
@@ -130,7 +131,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let mut walk = super::plan::inputs(&paths, &args.scan.include, &args.scan.exclude)?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
-    walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    super::plan::whole_sessions(&mut walk);
     let outcomes = super::progress::run_with_bar(
         &pipeline,
         &walk.inputs,
@@ -172,7 +173,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     }
     for (name, e) in &errors {
         status = ExitStatus::Error;
-        eprintln!("cchist: error: {name}: {e}");
+        say!("cchist: error: {name}: {e}");
     }
     // Inputs the walk passed over (links are never followed) were not scanned: the scan is
     // incomplete, so it must not look clean.
@@ -183,7 +184,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         .collect();
     if !skipped.is_empty() {
         status = ExitStatus::Error;
-        eprintln!(
+        say!(
             "cchist: error: {} input(s) not scanned (listed above); the scan is incomplete — pass the real files to scan them",
             skipped.len()
         );
@@ -200,7 +201,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if let Some(path) = &args.write_baseline {
         baseline::write(path, &files)?;
         let n: usize = files.iter().map(|f| f.findings.len()).sum();
-        eprintln!("cchist: wrote {n} known finding(s) to {}", path.display());
+        say!("cchist: wrote {n} known finding(s) to {}", path.display());
         return Ok(status);
     }
     files.retain(|f| !f.findings.is_empty() || args.format != CheckFormat::Sarif);
@@ -211,7 +212,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
             out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
             let with = files.iter().filter(|f| !f.findings.is_empty()).count();
             if total == 0 {
-                eprintln!("cchist: nothing found in {scanned} file(s)");
+                say!("cchist: nothing found in {scanned} file(s)");
             } else {
                 let by_rule = report::json(&files)["summary"]["by_rule"].clone();
                 let rules: Vec<String> = by_rule
@@ -220,7 +221,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                     .flatten()
                     .map(|(r, n)| format!("{r} {n}"))
                     .collect();
-                eprintln!(
+                say!(
                     "cchist: {total} finding(s) in {with} of {scanned} file(s): {}",
                     rules.join(", ")
                 );

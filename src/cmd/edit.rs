@@ -1,6 +1,7 @@
 //! Shared by `history delete|replace|insert` and `apply`: build the edit pipeline (edit +
 //! relink), write it safely, and say what happened.
 
+use super::print::say;
 use std::sync::Arc;
 
 use cchist::claude::layout::SessionFile;
@@ -108,22 +109,22 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
     let name = session.path.display();
     match written {
         Written::DryRun => {
-            eprintln!(
+            say!(
                 "{name}: would remove turns {:?}; {}",
                 er.removed_turns,
                 super::print::describe("records", &report)
             );
         }
-        Written::Unchanged => eprintln!("{name}: nothing to change"),
+        Written::Unchanged => say!("{name}: nothing to change"),
         Written::InPlace { backup } => {
-            eprintln!(
+            say!(
                 "{name}: edited (backup: {}; `cchist undo --session {}` restores it)",
                 backup.display(),
                 session.id
             );
         }
         Written::Forked { id, path } => {
-            eprintln!(
+            say!(
                 "{name}: left untouched; edited copy written to {}",
                 path.display()
             );
@@ -136,7 +137,7 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
 fn print_labels(r: &EditReport) {
     for (label, uuid) in &r.labels {
         if label != uuid {
-            eprintln!("{label} -> {uuid}");
+            say!("{label} -> {uuid}");
         }
     }
 }

@@ -295,7 +295,8 @@ fn print_rows<T: serde::Serialize>(
         out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
     } else {
         for r in &rows {
-            writeln!(out, "{}", super::print::shown_text(&line(r)))?;
+            let shown = super::print::shown_text(&line(r));
+            writeln!(out, "{}", super::print::safe(&shown))?;
         }
     }
     Ok(ExitStatus::Ok)
@@ -334,7 +335,8 @@ fn show(a: ShowArgs) -> anyhow::Result<ExitStatus> {
         out.write_all(super::print::shown_json(&values)?.as_bytes())?;
     } else {
         let text = turns::render_turn(&mut session, &turn);
-        out.write_all(super::print::shown_text(&text).as_bytes())?;
+        let shown = super::print::shown_text(&text);
+        out.write_all(super::print::safe_text(&shown).as_bytes())?;
     }
     Ok(ExitStatus::Ok)
 }

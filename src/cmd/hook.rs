@@ -7,6 +7,7 @@
 //! it) or any run fails under `--strict`. Never 2: Claude Code treats exit 2 of Stop and
 //! PreCompact as "block" and feeds cchist's error to the model.
 
+use super::print::say;
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -110,12 +111,12 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
         .map_err(anyhow::Error::from)
         .and_then(|root| Ok(hook_log::append(&root, &line)?));
     if let Err(e) = logged {
-        eprintln!("cchist hook: cannot write the hook log: {e:#}");
+        say!("cchist hook: cannot write the hook log: {e:#}");
     }
     if !line.is_failure() {
         return ExitStatus::Ok;
     }
-    eprintln!("cchist hook ({}): {outcome}: {detail}", line.event);
+    say!("cchist hook ({}): {outcome}: {detail}", line.event);
     if strict || inp.hook_event_name == "SessionEnd" {
         ExitStatus::Findings
     } else {

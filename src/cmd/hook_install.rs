@@ -1,5 +1,6 @@
 //! `cchist hook install|uninstall|status`.
 
+use super::print::{say, tell};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -125,7 +126,7 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
     let path = settings::settings_path(a.scope.into())?;
     let exe = stable_exe(a.exe.as_deref())?;
     if in_build_folder(&exe) {
-        eprintln!(
+        say!(
             "warning: {} is inside a build folder; the hook breaks after `cargo clean` or a move. Install cchist (`cargo install --path .`) and run its `hook install`, or pass --exe PATH",
             exe.display()
         );
@@ -143,11 +144,11 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
     }
     let mut doc = settings::read_settings(&path)?;
     if !settings::install_into(&mut doc, &a.event, &argv, a.timeout)? {
-        eprintln!("{}: already installed", path.display());
+        say!("{}: already installed", path.display());
         return Ok(ExitStatus::Ok);
     }
     let backup = settings::write_settings(&path, &doc)?;
-    eprintln!(
+    say!(
         "{}: added `{}` for {}{}",
         path.display(),
         settings::command_line(&argv)?,
@@ -170,7 +171,7 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
     let path = settings::settings_path(a.scope.into())?;
     let mut doc = settings::read_settings(&path)?;
     if !settings::uninstall_from(&mut doc, a.event.as_deref()) {
-        eprintln!("{}: no cchist hook entry to remove", path.display());
+        say!("{}: no cchist hook entry to remove", path.display());
         return Ok(ExitStatus::Ok);
     }
     let backup = settings::write_settings(&path, &doc)?;
@@ -178,7 +179,7 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
         Some(ev) => format!("removed cchist's entries for {}", ev.join(", ")),
         None => "removed cchist's hook entries".into(),
     };
-    eprintln!("{}: {what}{}", path.display(), kept(backup));
+    say!("{}: {what}{}", path.display(), kept(backup));
     Ok(ExitStatus::Ok)
 }
 
@@ -189,41 +190,46 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
         let entries = match settings::read_settings(&path) {
             Ok(doc) => settings::installed(&doc),
             Err(e) => {
-                println!("{label} settings {}: {e}", path.display());
+                tell!("{label} settings {}: {e}", path.display());
                 continue;
             }
         };
         if entries.is_empty() {
-            println!("{label} settings {}: no cchist hook", path.display());
+            tell!("{label} settings {}: no cchist hook", path.display());
             continue;
         }
-        println!("{label} settings {}:", path.display());
+        tell!("{label} settings {}:", path.display());
         for (ev, cmd, timeout) in entries {
             let t = timeout
                 .map(|t| format!(" (timeout {t} s)"))
                 .unwrap_or_default();
-            println!("  {ev:<13} {cmd}{t}");
+            tell!("  {ev:<13} {cmd}{t}");
         }
     }
     let runs = hook_log::read(&root);
     let log = hook_log::log_path(&root);
     if runs.is_empty() {
-        println!("no hook run logged in {}", log.display());
+        tell!("no hook run logged in {}", log.display());
         return Ok(ExitStatus::Ok);
     }
     let show = |l: &hook_log::LogLine| {
         let session: String = l.session.chars().take(8).collect();
-        println!(
+        tell!(
             "  {}  {:<12} {:<8} {:<10} {:>6} ms  {}",
-            l.time, l.event, session, l.outcome, l.ms, l.detail
+            l.time,
+            l.event,
+            session,
+            l.outcome,
+            l.ms,
+            l.detail
         );
     };
-    println!("last runs ({}):", log.display());
+    tell!("last runs ({}):", log.display());
     runs.iter()
         .skip(runs.len().saturating_sub(a.last))
         .for_each(show);
     let failures: Vec<_> = runs.iter().filter(|l| l.is_failure()).collect();
-    println!("failures: {} of {} logged runs", failures.len(), runs.len());
+    tell!("failures: {} of {} logged runs", failures.len(), runs.len());
     failures
         .iter()
         .skip(failures.len().saturating_sub(a.last))

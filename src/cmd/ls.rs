@@ -1,6 +1,7 @@
 //! `cchist ls`: projects and sessions under the config root, grouped by project (once),
 //! newest first; `--sort`, `--limit`, `--since`; columns fit the terminal.
 
+use super::print::say;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -126,7 +127,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Ok);
     }
     if rows.is_empty() {
-        eprintln!("cchist: no sessions under {}", projects.display());
+        say!("cchist: no sessions under {}", projects.display());
         return Ok(ExitStatus::Ok);
     }
     let width = terminal_width();
@@ -143,6 +144,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             .iter()
             .find_map(|r| r.project.as_deref())
             .unwrap_or(dir);
+        let name = super::print::safe(name);
         writeln!(
             out,
             "{name}  ({} session{}, {})",
@@ -169,11 +171,11 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             } else {
                 turns::shorten(&r.first_prompt, room)
             };
-            writeln!(out, "{head}  {prompt}")?;
+            writeln!(out, "{}", super::print::safe(&format!("{head}  {prompt}")))?;
         }
     }
     if total > rows.len() {
-        eprintln!("cchist: {} of {total} sessions shown (--limit)", rows.len());
+        say!("cchist: {} of {total} sessions shown (--limit)", rows.len());
     }
     Ok(ExitStatus::Ok)
 }

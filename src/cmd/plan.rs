@@ -1,6 +1,7 @@
 //! Arguments resolved into work: which inputs (whole sessions where files are changed), which
 //! mode, which live sessions to leave alone, or a fork; then the run and its report.
 
+use super::print::say;
 use anyhow::{bail, Context};
 use cchist::claude::layout::{self, SessionFile};
 use cchist::claude::walk::{self, Filters};
@@ -40,16 +41,26 @@ pub fn inputs(
         }
     }
     for (p, why) in &w.skipped {
-        eprintln!("cchist: skipped {}: {why}", p.display());
+        say!("cchist: skipped {}: {why}", p.display());
     }
     for (p, first) in &w.duplicates {
-        eprintln!(
+        say!(
             "cchist: note: {} is the same file as {}; processed once",
             p.display(),
             first.display()
         );
     }
     Ok(w)
+}
+
+/// Add the other files of each session among the inputs ([`walk::expand_sessions`]), and say
+/// which companion folders were not followed.
+pub fn whole_sessions(walk: &mut walk::Walk) {
+    let before = walk.skipped.len();
+    walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs), &mut walk.skipped);
+    for (p, why) in &walk.skipped[before..] {
+        say!("cchist: skipped {}: {why}", p.display());
+    }
 }
 
 /// The paths a read-only scan (`check`, `validate`) covers: those given, plus the session
@@ -105,7 +116,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
     if mode != Mode::Stdout {
         // Changing a session changes all of it: sub-agents, metadata, tool-results, backups.
-        walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+        whole_sessions(&mut walk);
         // A member named on its own too is one file, processed once.
         walk::dedupe(&mut walk);
     }
@@ -134,7 +145,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         walk.inputs.retain(|inp| match live_reason(inp, &mut verdicts) {
             // A preview writes nothing: show it, and say the real run would refuse the file.
             Some(why) if io.diff.is_some() => {
-                eprintln!(
+                say!(
                     "cchist: note: {}: the session looks live ({why}); a run with --in-place would leave it untouched unless --force",
                     inp.origin()
                 );
@@ -215,18 +226,42 @@ fn refuse_lossy_bulk(pipeline: &Pipeline, io: &IoArgs, inputs: &[Input]) -> anyh
 }
 
 /// `--out-dir` mirrors each input by its path relative to its argument: two inputs with the
-/// same relative path would overwrite each other, so refuse before writing anything.
+/// same relative path would overwrite each other, and a destination that is an input itself
+/// (`--out-dir` the input's own folder, or one whose mirror path leads back onto an input
+/// through `..` or a link) would replace that input with none of `--in-place`'s safeguards
+/// (live-session check, `--backup`/`--yes`). Refuse both before writing anything. Paths are
+/// compared canonicalized; a destination that does not exist yet is no input.
 fn refuse_out_dir_collisions(dir: &std::path::Path, inputs: &[Input]) -> anyhow::Result<()> {
     let mut by_rel: std::collections::HashMap<&std::path::Path, &std::path::Path> =
         Default::default();
+    let canonical: std::collections::HashMap<std::path::PathBuf, &std::path::Path> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File { path, .. } => Some((std::fs::canonicalize(path).ok()?, path.as_path())),
+            Input::Stdin => None,
+        })
+        .collect();
     for inp in inputs {
         if let Input::File { path, rel } = inp {
+            let dest = dir.join(rel);
+            if let Some(input) = std::fs::canonicalize(&dest)
+                .ok()
+                .and_then(|c| canonical.get(&c))
+            {
+                bail!(
+                    "--out-dir {}: the output for {} would be written to {}, which is the input {}; that would replace the original without --in-place's checks (live session, --backup). Nothing was written — choose a folder outside the inputs, or use --in-place (with --backup)",
+                    dir.display(),
+                    path.display(),
+                    dest.display(),
+                    input.display()
+                );
+            }
             if let Some(first) = by_rel.insert(rel, path) {
                 bail!(
                     "{} and {} would both be written to {}; nothing was written — run them separately or with different --out-dir folders",
                     first.display(),
                     path.display(),
-                    dir.join(rel).display()
+                    dest.display()
                 );
             }
         }
@@ -259,12 +294,12 @@ pub fn report_leftovers(leftovers: &[std::path::PathBuf], started: std::time::Sy
     use cchist::io::output::Leftover;
     for (p, what) in cchist::io::output::remove_leftovers(leftovers, started) {
         match what {
-            Leftover::Removed => eprintln!(
+            Leftover::Removed => say!(
                 "cchist: removed {}: temp file of an interrupted run",
                 p.display()
             ),
-            Leftover::Kept(why) => eprintln!("cchist: left {}: {why}", p.display()),
-            Leftover::Failed(e) => eprintln!(
+            Leftover::Kept(why) => say!("cchist: left {}: {why}", p.display()),
+            Leftover::Failed(e) => say!(
                 "cchist: could not remove {} (temp file of an interrupted run): {e}",
                 p.display()
             ),
@@ -283,7 +318,7 @@ fn all(
     let projects = layout::projects_dir(&root);
     let mut walk = inputs(std::slice::from_ref(&projects), &io.include, &io.exclude)
         .with_context(|| format!("walking {}", projects.display()))?;
-    walk.inputs = walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    whole_sessions(&mut walk);
     let history = root.join("history.jsonl");
     if history.is_file() {
         walk.inputs.push(Input::File {
@@ -295,6 +330,9 @@ fn all(
     if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {
         refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
+    }
+    if let Mode::OutDir(dir) = &mode {
+        refuse_out_dir_collisions(dir, &walk.inputs)?;
     }
     if mode == Mode::DryRun {
         pipeline.count_invalid = true;
@@ -325,7 +363,7 @@ fn all(
         });
     }
     for (p, why) in &skipped {
-        eprintln!(
+        say!(
             "cchist: skipped {} (live session: {why}; --force to process it anyway)",
             p.display()
         );
@@ -363,11 +401,11 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
     };
     let (report, written) = cchist::claude::rewrite::mutate(&s, pipeline, opts)?;
     if let cchist::claude::rewrite::Written::Forked { id, path: new } = written {
-        eprintln!(
+        say!(
             "{}",
             describe(&s.path.display().to_string(), &report).replace("would change", "changed")
         );
-        eprintln!(
+        say!(
             "{}: left untouched; new session written to {}",
             s.path.display(),
             new.display()

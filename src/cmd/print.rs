@@ -8,6 +8,37 @@ use cchist::engine::runner::{Mode, Outcome};
 use cchist::error::ExitStatus;
 use serde_json::json;
 
+/// One field as it may go to a terminal or a text report (a file name, a label, a prompt, a
+/// command): control characters escaped ([`cchist::findings::report::printable`]), newlines
+/// included. JSON output needs none of this: serde escapes it.
+pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
+    cchist::findings::report::printable(s)
+}
+
+/// Text of several lines as it may go to a terminal (a turn, a message naming files): control
+/// characters escaped, newlines and tabs kept.
+pub fn safe_text(s: &str) -> std::borrow::Cow<'_, str> {
+    cchist::findings::report::printable_text(s)
+}
+
+/// `eprintln!` for a message that may hold file names or transcript text: printed through
+/// [`safe_text`], so neither can send the terminal a control sequence.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::cmd::print::safe_text(&format!($($arg)*)))
+    };
+}
+pub(crate) use say;
+
+/// `println!` for text output that may hold file names or transcript text (never JSON):
+/// printed through [`safe_text`].
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        println!("{}", $crate::cmd::print::safe_text(&format!($($arg)*)))
+    };
+}
+pub(crate) use tell;
+
 /// `text` as it may be shown: secrets replaced by their markers.
 pub fn shown_text(text: &str) -> String {
     cchist::stages::redact::shown_text(text).into_owned()
@@ -158,20 +189,32 @@ pub fn report(
                     changed += 1;
                 }
                 if *mode == Mode::DryRun && !as_json {
-                    eprintln!("{}", describe(&name, r));
+                    say!("{}", describe(&name, r));
                 }
                 for (line, why) in &r.invalid_examples {
                     if !as_json && *mode != Mode::Stdout {
-                        eprintln!("cchist: {name}:{line}: kept as is: {why}");
+                        say!("cchist: {name}:{line}: kept as is: {why}");
                     }
                 }
                 if !as_json {
                     if let Some(line) = describe_fit(&name, r) {
-                        eprintln!("{line}");
+                        say!("{line}");
                     }
                 }
                 if let Some(n) = r.counters.get("bytes-appended-during-replace") {
-                    eprintln!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
+                    say!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
+                }
+                if r.counters
+                    .contains_key(cchist::engine::pipeline::BINARY_SKIPPED)
+                    && !as_json
+                {
+                    let found = match r.findings.len() {
+                        0 => String::new(),
+                        n => format!(
+                            "; it holds {n} secret(s) cchist cannot redact without breaking it (`cchist check` lists them)"
+                        ),
+                    };
+                    say!("cchist: skipped {name}: a binary file (NUL bytes or not UTF-8), left byte for byte{found}");
                 }
                 files.push(json!({"file": name, "ok": true, "report": r}));
             }
@@ -180,7 +223,7 @@ pub fn report(
                 if is_closed_output(e) {
                     return Ok(ExitStatus::Ok);
                 }
-                eprintln!("cchist: error: {e}");
+                say!("cchist: error: {e}");
                 files.push(json!({"file": name, "ok": false, "error": e.to_string()}));
             }
         }
@@ -199,17 +242,17 @@ pub fn report(
         serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON report")?;
         writeln!(out)?;
     } else if *mode == Mode::DryRun && outcomes.len() == 1 {
-        eprintln!("{}", dry_run_hint(1));
+        say!("{}", dry_run_hint(1));
     } else if *mode != Mode::Stdout && outcomes.len() > 1 {
         let what = if *mode == Mode::DryRun {
             "would change (dry run: nothing written)"
         } else {
             "changed"
         };
-        eprintln!("cchist: {changed} of {} files {what}", outcomes.len());
+        say!("cchist: {changed} of {} files {what}", outcomes.len());
         eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
         if *mode == Mode::DryRun {
-            eprintln!("{}", dry_run_hint(outcomes.len()));
+            say!("{}", dry_run_hint(outcomes.len()));
         }
     }
     Ok(if failed > 0 {
@@ -355,7 +398,7 @@ pub fn diff_report(
         match r {
             Ok(d) => ok.push(d),
             Err(e) => {
-                eprintln!("cchist: error: {e}");
+                say!("cchist: error: {e}");
                 errors.push(json!({"file": inp.origin().to_string(), "error": e.to_string()}));
             }
         }
@@ -364,7 +407,7 @@ pub fn diff_report(
         let doc = json!({"files": ok, "errors": errors});
         serde_json::to_string_pretty(&doc).context("the JSON diff")? + "\n"
     } else {
-        cchist::engine::diff::render_text(&ok)
+        safe_text(&cchist::engine::diff::render_text(&ok)).into_owned()
     };
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -2,6 +2,7 @@
 //! `apply`, and `--in-place --backup` runs); `--all --since T` restores a whole bulk run;
 //! `--list` lists the backups. `cchist backups prune --older-than 30d` removes old ones.
 
+use super::print::say;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -31,8 +32,9 @@ pub struct UndoArgs {
     /// (a bulk `--in-place --backup` run, or several edits).
     #[arg(long, requires = "since")]
     pub all: bool,
-    /// With --all or --list: only backups made at or after this time (a date such as
-    /// 2026-12-01T10:30, UTC, or an age such as 2h, 7d).
+    /// With --all or --list: only backups made at or after this time: a date and time as
+    /// `--list` prints it (2026-12-01 10:30:15, UTC; 2026-12-01 10:30, RFC 3339 with an
+    /// offset) or an age such as 2h, 7d.
     #[arg(long, value_name = "TIME", value_parser = parse_when)]
     pub since: Option<String>,
     #[command(flatten)]
@@ -171,7 +173,7 @@ fn list(since: Option<&str>, format: &FormatArgs) -> anyhow::Result<ExitStatus> 
         return Ok(ExitStatus::Ok);
     }
     if all.is_empty() {
-        eprintln!("cchist: no cchist backups under the config folder");
+        say!("cchist: no cchist backups under the config folder");
         return Ok(ExitStatus::Ok);
     }
     for b in &all {
@@ -180,10 +182,10 @@ fn list(since: Option<&str>, format: &FormatArgs) -> anyhow::Result<ExitStatus> 
             "{}  {:>10}  {}",
             b.time,
             super::print::human_bytes(b.bytes),
-            b.file
+            super::print::safe(&b.file)
         )?;
     }
-    eprintln!(
+    say!(
         "cchist: {} backup(s); `cchist undo --all --since TIME` restores a run, `cchist backups prune --older-than 30d` removes old ones",
         all.len()
     );
@@ -199,7 +201,7 @@ pub fn run(a: UndoArgs) -> anyhow::Result<ExitStatus> {
     }
     let s = a.target.resolve()?;
     let used = cchist::claude::rewrite::undo(&s, a.force)?;
-    eprintln!("{}: restored from {}", s.path.display(), used.display());
+    say!("{}: restored from {}", s.path.display(), used.display());
     Ok(ExitStatus::Ok)
 }
 
@@ -229,15 +231,15 @@ fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
         match cchist::claude::rewrite::undo(&SessionFile::from_path(f), force) {
             Ok(used) => {
                 restored += 1;
-                eprintln!("{}: restored from {}", f.display(), used.display());
+                say!("{}: restored from {}", f.display(), used.display());
             }
             Err(e) => {
                 status = ExitStatus::Error;
-                eprintln!("cchist: error: {e}");
+                say!("cchist: error: {e}");
             }
         }
     }
-    eprintln!("cchist: {restored} file(s) restored");
+    say!("cchist: {restored} file(s) restored");
     Ok(status)
 }
 
@@ -255,7 +257,7 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                 n += 1;
                 bytes += b.bytes;
                 if dry_run {
-                    println!("{}", b.backup);
+                    println!("{}", super::print::safe(&b.backup));
                     continue;
                 }
                 let p = Path::new(&b.backup);
@@ -265,7 +267,7 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                 let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.written")));
             }
             let verb = if dry_run { "would remove" } else { "removed" };
-            eprintln!(
+            say!(
                 "cchist: {verb} {n} backup(s), {}",
                 super::print::human_bytes(bytes)
             );

@@ -1,5 +1,6 @@
 //! `cchist validate [PATH…]`: structural defects, exit 1 when any is found.
 
+use super::print::say;
 use std::io::Write;
 
 use cchist::error::ExitStatus;
@@ -45,7 +46,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
         let data = match data {
             Ok(d) => d,
             Err(e) => {
-                eprintln!("cchist: error: {e}");
+                say!("cchist: error: {e}");
                 status = ExitStatus::Error;
                 files.push(json!({"file": origin.to_string(), "error": e.to_string()}));
                 continue;
@@ -77,7 +78,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
         serde_json::to_writer_pretty(&mut out, &json!({ "files": files }))?;
         writeln!(out)?;
     } else if status == ExitStatus::Ok {
-        eprintln!("cchist: {} file(s) valid", walk.inputs.len());
+        say!("cchist: {} file(s) valid", walk.inputs.len());
     }
     Ok(status)
 }

@@ -75,6 +75,26 @@ pub struct FileReport {
     pub changed: bool,
 }
 
+/// The counter of a report on a file [`Pipeline::run_text`] left byte for byte because it is
+/// not text.
+pub const BINARY_SKIPPED: &str = "binary-skipped";
+
+/// How much of a file's start [`is_binary`] looks at.
+const SNIFF_BYTES: usize = 8 << 10;
+
+/// Whether `data` is binary rather than text: a NUL byte, or bytes that are not UTF-8, in its
+/// first 8 KiB (a character cut by that bound does not count). Git and grep judge so too.
+pub fn is_binary(data: &[u8]) -> bool {
+    let head = &data[..data.len().min(SNIFF_BYTES)];
+    if memchr::memchr(0, head).is_some() {
+        return true;
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => false,
+        Err(e) => !(e.error_len().is_none() && head.len() < data.len()),
+    }
+}
+
 impl Pipeline {
     /// A pipeline of `stages`.
     pub fn new(stages: Vec<Box<dyn Stage>>, on_invalid: OnInvalid, description: String) -> Self {
@@ -380,12 +400,36 @@ impl Pipeline {
 
     /// Run the stages' text transformation over a plain-text companion file; returns the new
     /// text when some stage changed it.
+    ///
+    /// A companion that is not text ([`is_binary`]: a zip, an image a tool saved) is never
+    /// changed: rewritten as text it would no longer open. It is still searched (so `check`
+    /// reports what it holds), the report says so with the counter [`BINARY_SKIPPED`], and
+    /// the bytes stay as they are — a secret in it is reported, not redacted.
     pub fn run_text(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
         self.run_text_known(data, origin, &Known::default())
     }
 
     /// [`Pipeline::run_text`] knowing the secrets `seed`: their occurrences are replaced too.
     pub fn run_text_known(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        seed: &Known,
+    ) -> Result<(Option<Vec<u8>>, FileReport)> {
+        let (new, mut report) = self.run_text_unchecked(data, origin, seed)?;
+        if !is_binary(data) {
+            return Ok((new, report));
+        }
+        report.changed = false;
+        report.bytes_out = report.bytes_in;
+        for (_, st) in &mut report.stages {
+            st.changed = 0;
+        }
+        report.counters.insert(BINARY_SKIPPED.into(), 1);
+        Ok((None, report))
+    }
+
+    fn run_text_unchecked(
         &self,
         data: &[u8],
         origin: &Origin,
@@ -953,6 +997,23 @@ impl<'s, 'b> Out<'s, 'b> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_is_a_nul_or_invalid_utf8_in_the_first_8_kib() {
+        assert!(!is_binary(b""));
+        assert!(!is_binary("plain text, caf\u{e9}\n".as_bytes()));
+        assert!(is_binary(b"PK\x03\x04\x00\x00"));
+        assert!(is_binary(b"caf\xe9"));
+        // A character cut by the 8 KiB window is text; one cut by the end of the file is not.
+        let mut cut = vec![b'a'; SNIFF_BYTES - 1];
+        cut.extend_from_slice("\u{e9}".as_bytes());
+        assert!(!is_binary(&cut));
+        assert!(is_binary(&cut[..SNIFF_BYTES]));
+        // Past the window, nothing is looked at.
+        let mut late = vec![b'a'; SNIFF_BYTES];
+        late.push(0);
+        assert!(!is_binary(&late));
+    }
 
     #[test]
     fn edits_before_finds_records_in_any_order() {

@@ -265,7 +265,8 @@ fn run_one_to_known(
 pub enum Treatment {
     /// A transcript (`*.jsonl`): every stage.
     Records,
-    /// Plain text (`tool-results/*.txt` and other companion files): the text transformation.
+    /// Plain text (`tool-results/*.txt` and other companion files): the text transformation,
+    /// which leaves a binary file byte for byte ([`Pipeline::run_text`]).
     Text,
     /// A copy of a session (`*.cchist-bak.*`) or a JSON document (`*.meta.json`).
     Copy,
@@ -419,7 +420,7 @@ fn run_whole_file(
         // The same rules as a transcript: no links, no other hard links, locked, read whole.
         Mode::InPlace { break_links, .. } => {
             check_replaceable(path, *break_links)?;
-            input::read_locked(lock::lock_path(path, lock::wait_bound())?, &origin)?
+            input::read_locked(lock::lock_path(path, lock::wait_bound()?)?, &origin)?
         }
         _ => input::open(path)?,
     };
@@ -544,7 +545,7 @@ fn in_place(
     let origin = Origin::file(path);
     check_replaceable(path, break_links)?;
     // Another cchist writing this file goes first; then we read what it wrote.
-    let locked = lock::lock_path(path, lock::wait_bound())?;
+    let locked = lock::lock_path(path, lock::wait_bound()?)?;
     let f = input::read_locked(locked, &origin)?;
     let mut sink = LazySink::new(&f.data, || {
         AtomicFile::create(path).map(|a| BufWriter::with_capacity(1 << 16, a))

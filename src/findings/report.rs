@@ -122,10 +122,26 @@ pub fn text_colored(files: &[FileFindings], color: bool) -> String {
     out
 }
 
-/// `s` with control characters (C0, DEL, C1, line and paragraph separators) written as
-/// `\u{…}` escapes; everything else as is.
+/// `s` with control characters (C0, DEL, C1, line and paragraph separators, bidirectional
+/// overrides) written as `\u{…}` escapes; everything else as is. What cchist prints from a
+/// transcript or a file name goes through this (or [`printable_text`]), so it cannot move the
+/// cursor, overwrite what was printed (CR), retitle the terminal or write the clipboard
+/// (OSC 52).
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| c.is_control() || c == '\u{2028}' || c == '\u{2029}';
+    escaped(s, |_| false)
+}
+
+/// [`printable`] for text of several lines (a turn, a message): newlines and tabs are kept.
+pub fn printable_text(s: &str) -> std::borrow::Cow<'_, str> {
+    escaped(s, |c| c == '\n' || c == '\t')
+}
+
+fn escaped(s: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| {
+        (c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+            && !keep(c)
+    };
     if !s.chars().any(bad) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -256,6 +272,23 @@ fn normalize(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_newlines_kept_only_in_text() {
+        let s = "a\u{1b}]52;c;eA==\u{7}b\rc\u{9b}d\u{202e}e\tf\ng";
+        assert_eq!(
+            printable(s),
+            "a\\u{1b}]52;c;eA==\\u{7}b\\u{d}c\\u{9b}d\\u{202e}e\\u{9}f\\u{a}g"
+        );
+        assert_eq!(
+            printable_text(s),
+            "a\\u{1b}]52;c;eA==\\u{7}b\\u{d}c\\u{9b}d\\u{202e}e\tf\ng"
+        );
+        assert!(matches!(
+            printable("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     fn finding(rule: &str, line: usize) -> Finding {
         Finding {

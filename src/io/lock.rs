@@ -22,14 +22,39 @@ use crate::error::{Error, Origin, Result};
 /// Default of [`wait_bound`].
 const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
+/// The longest wait [`wait_bound`] gives: a day. A longer one (up to `inf`) means "as long as
+/// it takes", and a day is that for a cchist writer; beyond `u64::MAX` seconds a `Duration`
+/// cannot even hold it.
+pub const MAX_WAIT: Duration = Duration::from_secs(86_400);
+
 /// How long a writer waits for another cchist's lock before it gives up:
-/// `CCHIST_LOCK_WAIT` seconds (decimals allowed), default 10.
-pub fn wait_bound() -> Duration {
-    std::env::var("CCHIST_LOCK_WAIT")
-        .ok()
+/// `CCHIST_LOCK_WAIT` seconds (decimals allowed), default 10, at most [`MAX_WAIT`] (a larger
+/// value, `inf` included, is capped). A value that is no number of seconds (`ten`, `NaN`, a
+/// negative one) is an error rather than a silent default: the user asked for some wait and
+/// would not get it.
+pub fn wait_bound() -> Result<Duration> {
+    parse_wait(std::env::var_os("CCHIST_LOCK_WAIT").as_deref())
+}
+
+/// [`wait_bound`] of the variable's value (`None`: unset).
+fn parse_wait(v: Option<&std::ffi::OsStr>) -> Result<Duration> {
+    let Some(v) = v else {
+        return Ok(DEFAULT_WAIT);
+    };
+    let secs = v
+        .to_str()
         .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map_or(DEFAULT_WAIT, Duration::from_secs_f64)
+        .filter(|s| *s >= 0.0); // NaN fails this too
+    match secs {
+        Some(s) if s >= MAX_WAIT.as_secs_f64() => Ok(MAX_WAIT),
+        Some(s) => Ok(Duration::from_secs_f64(s)),
+        None => Err(Error::Other(format!(
+            "CCHIST_LOCK_WAIT={}: not a number of seconds (0 to {}, decimals allowed); nothing was written — set it to how long to wait for another cchist's lock, or unset it for the default of {} s",
+            v.to_string_lossy(),
+            MAX_WAIT.as_secs(),
+            DEFAULT_WAIT.as_secs()
+        ))),
+    }
 }
 
 /// An open file (read-only) on which this process holds an exclusive lock; released when
@@ -137,6 +162,21 @@ mod tests {
         drop(new);
         let l = lock_path(&p, Duration::ZERO).unwrap();
         assert_eq!(l.meta.len(), 6);
+    }
+
+    #[test]
+    fn wait_bound_caps_huge_values_and_refuses_what_is_no_number() {
+        let with = |v: &str| parse_wait(Some(std::ffi::OsStr::new(v)));
+        assert_eq!(with("0.25").unwrap(), Duration::from_millis(250));
+        assert_eq!(with(" 3 ").unwrap(), Duration::from_secs(3));
+        for huge in ["86400", "2e19", "18446744073709551616", "1e308", "inf"] {
+            assert_eq!(with(huge).unwrap(), MAX_WAIT, "{huge}");
+        }
+        for bad in ["NaN", "-1", "-inf", "ten", ""] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("CCHIST_LOCK_WAIT"), "{bad}: {e}");
+        }
+        assert_eq!(parse_wait(None).unwrap(), DEFAULT_WAIT);
     }
 
     #[test]

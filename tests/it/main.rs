@@ -26,6 +26,7 @@ mod reliability_common;
 mod reliability_crash;
 mod reliability_hostile;
 mod reliability_perms;
+mod reliability_round3;
 mod relink;
 mod relink_props;
 mod scaling;

@@ -239,7 +239,7 @@ fn pseudonyms_match_across_files_and_need_a_key() {
     .unwrap();
     std::fs::write(&b, format!("{{\"x\":[\"token={key}\"]}}\n")).unwrap();
     let out = cchist()
-        .env("CCHIST_REDACT_KEY", "test key")
+        .env("CCHIST_REDACT_KEY", "a test key of 16+ bytes")
         .args([
             "redact",
             "--pseudonymize",

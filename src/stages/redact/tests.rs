@@ -1248,7 +1248,7 @@ fn invalid_lines_are_redacted_as_text() {
 fn pseudonyms_are_keyed_and_stable() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
-    std::fs::write(&key, "k1\n").unwrap();
+    std::fs::write(&key, "k1-0123456789abcdef\n").unwrap();
     let mk = |p: &Path| {
         Redactor::new(&RedactOptions {
             pseudonymize: true,
@@ -1267,7 +1267,7 @@ fn pseudonyms_are_keyed_and_stable() {
         x.starts_with("[REDACTED:github-pat:") && x.len() == "[REDACTED:github-pat:]".len() + 8,
         "{x}"
     );
-    std::fs::write(&key, "k2").unwrap();
+    std::fs::write(&key, "k2-0123456789abcdef").unwrap();
     let (b, _) = mk(&key).redact_text(t.as_bytes());
     assert_ne!(String::from_utf8(b.unwrap()).unwrap(), x);
     // Idempotent.

@@ -235,6 +235,29 @@ fn read_known_values(opts: &RedactOptions) -> std::result::Result<Vec<Vec<u8>>, 
     Ok(out)
 }
 
+/// The fewest bytes, whitespace aside, of a key that pseudonyms are made with.
+pub const MIN_KEY_BYTES: usize = 16;
+
+/// A key that pseudonyms are written with must be hard to guess: each pseudonym in a shared
+/// transcript is the keyed hash of a secret, so with a guessable key (one byte, a word, blanks)
+/// anyone can confirm a guessed password or token against it offline. At least
+/// [`MIN_KEY_BYTES`] bytes that are not whitespace; the error never holds the key, nor its
+/// length.
+fn check_key_strength(key: &[u8], opts: &RedactOptions) -> std::result::Result<(), OptionError> {
+    let strong = key.iter().filter(|b| !b.is_ascii_whitespace()).count();
+    if strong >= MIN_KEY_BYTES {
+        return Ok(());
+    }
+    let (blame, source) = match &opts.key_file {
+        Some(p) => ("key_file", format!("the key in {}", p.display())),
+        None => ("pseudonymize", format!("the key in {KEY_ENV}")),
+    };
+    Err(OptionError::key(
+        blame,
+        format!("{source} is too short to make pseudonyms with: it needs at least {MIN_KEY_BYTES} bytes that are not whitespace, or anyone could confirm a guessed secret against its pseudonym; nothing was written — use a random key, e.g. `openssl rand -hex 16`"),
+    ))
+}
+
 /// Custom keywords must survive JSON escaping as they are (no `"`, `\\`, `/`, control
 /// characters) and be ASCII (only `\\u00XX` escapes can then hide them, which the prefilter
 /// watches for).
@@ -396,11 +419,15 @@ impl Redactor {
             "[REDACTED:{rule}]"
         };
         let template = parse_template(opts.replacement.as_deref().unwrap_or(default))?;
-        if template.iter().any(|p| matches!(p, Part::Hash)) && key.is_none() {
+        let hashed = template.iter().any(|p| matches!(p, Part::Hash));
+        if hashed && key.is_none() {
             return Err(OptionError::key(
                 "replacement",
                 format!("{{hash}} needs a key: set {KEY_ENV} or `key_file`"),
             ));
+        }
+        if let Some(k) = key.as_deref().filter(|_| hashed) {
+            check_key_strength(k, opts)?;
         }
         let mut ph = String::new();
         for p in &template {
