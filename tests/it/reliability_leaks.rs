@@ -94,3 +94,104 @@ fn command_reply_in_a_fence_after_a_bom_or_prose_keeps_its_records() {
     assert_eq!(sum["message"]["content"], text);
     assert!(sum["cchistSummary"].get("keptUuids").is_none());
 }
+
+/// `n` characters of `alphabet`, mixed by a fixed LCG: a token body that looks random to the
+/// rules' entropy checks, made at run time.
+fn mixed(alphabet: &str, n: usize, seed: u64) -> String {
+    let a: Vec<char> = alphabet.chars().collect();
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            a[((x >> 33) % a.len() as u64) as usize]
+        })
+        .collect()
+}
+
+const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// A fake GitHub token (`ghp_` and 36 characters).
+fn github_token(seed: u64) -> String {
+    "ghp_".to_string() + &mixed(ALNUM, 36, seed)
+}
+
+/// A fake AWS access key id (`AKIA` and 16 characters of base 32).
+fn aws_key_id(seed: u64) -> String {
+    format!("AKIA{}", mixed("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 16, seed))
+}
+
+/// A transcript of `prompts.len()` turns: each prompt, answered by `answer`.
+fn session(prompts: &[String], answer: &str) -> String {
+    let mut out = String::new();
+    let mut parent = Value::Null;
+    for (i, p) in prompts.iter().enumerate() {
+        let (u, a) = (format!("u{i}"), format!("a{i}"));
+        let ts = format!("2026-01-01T00:00:{i:02}.000Z");
+        out += &serde_json::json!({"type": "user", "uuid": u, "parentUuid": parent, "sessionId": "s", "timestamp": ts, "cwd": "/home/dev/app",
+            "message": {"role": "user", "content": p}})
+        .to_string();
+        out.push('\n');
+        out += &serde_json::json!({"type": "assistant", "uuid": a, "parentUuid": u, "sessionId": "s", "timestamp": ts, "cwd": "/home/dev/app",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}})
+        .to_string();
+        out.push('\n');
+        parent = Value::from(a);
+    }
+    out
+}
+
+/// The built-in digest cuts each item at 200 characters: a secret across the cut (a password
+/// cut before its `@`, a token cut after its prefix) must be redacted before, so no part of it
+/// reaches the summary, and a cut never splits a `[REDACTED:…]` marker.
+#[test]
+fn the_digest_redacts_whole_items_before_cutting_them() {
+    let password = mixed(ALNUM, 14, 3);
+    let token = github_token(5);
+    let key = aws_key_id(9);
+    let pad = |n: usize| "x".repeat(n);
+    let prompts = vec![
+        format!(
+            "{} postgres://admin:{password}@db.example.com/app",
+            pad(170)
+        ),
+        format!("{} {token}", pad(190)),
+        format!("{} {token} {}", pad(180), pad(40)),
+        format!("{} {key} and more", pad(190)),
+        "last".to_string(),
+    ];
+    let answer = format!("{} {token} done", pad(1480));
+    let (dir, f) = crate::common::temp_file("s.jsonl", session(&prompts, &answer));
+    // The summary then goes through redaction, as in every shipped pipeline: what is left of
+    // a cut secret would pass it.
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nturns = \"1..4\"\n\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let out = crate::common::ok(cchist().arg("run").arg("--pipeline").arg(&pipeline).arg(&f));
+    let sum = summary_record(&out.stdout).expect("a summary");
+    let text = sum["message"]["content"].as_str().unwrap().to_string();
+    assert!(text.contains("Prompts:"), "{text}");
+    for (what, s) in [("password", &password), ("token", &token), ("key", &key)] {
+        for w in s.as_bytes().windows(6) {
+            let w = std::str::from_utf8(w).unwrap();
+            assert!(
+                !text.contains(w),
+                "part of the {what} ({w}) is in the digest: {text}"
+            );
+        }
+    }
+    assert!(!text.contains("ghp_") && !text.contains("AKIA"), "{text}");
+    // Every marker is whole.
+    for (i, _) in text.match_indices("[REDACTED") {
+        assert!(text[i..].contains(']'), "{text}");
+        let end = i + text[i..].find(']').unwrap();
+        assert!(!text[i..end].contains('…'), "{text}");
+    }
+    drop(dir);
+}
