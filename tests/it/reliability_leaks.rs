@@ -195,3 +195,33 @@ fn the_digest_redacts_whole_items_before_cutting_them() {
     }
     drop(dir);
 }
+
+/// `--diff` names records by uuid and type and files by name: a secret there (an AWS key id
+/// as a uuid passes for a field name; a token as a file name) is shown redacted, in the text
+/// and the JSON preview alike.
+#[test]
+fn diff_shows_no_secret_in_a_uuid_or_file_name() {
+    let key = aws_key_id(11);
+    let token = github_token(13);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(format!("{token}.jsonl"));
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": key, "parentUuid": null, "sessionId": "s",
+            "message": {"role": "user", "content": format!("my key {key}")}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": key, "sessionId": "s",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&file, text).unwrap();
+    for args in [&["redact", "--diff"][..], &["redact", "--diff=json"][..]] {
+        let out = cchist().args(args).arg(&file).output().unwrap();
+        crate::common::assert_code(&out, 0);
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(shown.contains("changed"), "{args:?}: {shown}");
+        assert!(
+            !shown.contains(&key) && !shown.contains(&token),
+            "{args:?}: a secret is in the preview: {shown}"
+        );
+    }
+}
