@@ -127,6 +127,15 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     walk.inputs = cchist::claude::walk::expand_sessions(std::mem::take(&mut walk.inputs));
+    if args.scan.all {
+        // The hook log quotes why runs failed, which may be a command's error output: scanned
+        // as text with everything else cchist keeps under the config folder.
+        let root = cchist::claude::layout::config_root()?;
+        for path in cchist::claude::hook_log::log_files(&root) {
+            let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+            walk.inputs.push(Input::File { path, rel });
+        }
+    }
     let outcomes =
         super::progress::run_with_bar(&pipeline, &walk.inputs, Mode::DryRun, args.jobs, args.quiet);
 

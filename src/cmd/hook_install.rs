@@ -215,7 +215,13 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
         let session: String = l.session.chars().take(8).collect();
         println!(
             "  {}  {:<12} {:<8} {:<10} {:>6} ms  {}",
-            l.time, l.event, session, l.outcome, l.ms, l.detail
+            l.time,
+            l.event,
+            session,
+            l.outcome,
+            l.ms,
+            // A log written before details were redacted may hold a secret.
+            hook_log::shown_detail(&l.detail)
         );
     };
     println!("last runs ({}):", log.display());

@@ -225,3 +225,126 @@ fn diff_shows_no_secret_in_a_uuid_or_file_name() {
         );
     }
 }
+
+/// A config root (`CLAUDE_CONFIG_DIR`) with one project folder; commands run against it.
+struct Root {
+    dir: tempfile::TempDir,
+    proj: std::path::PathBuf,
+}
+
+impl Root {
+    fn new() -> Root {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = dir.path().join("projects/-home-dev-app");
+        std::fs::create_dir_all(&proj).unwrap();
+        Root { dir, proj }
+    }
+
+    fn cchist(&self) -> std::process::Command {
+        let mut c = cchist();
+        c.env("CLAUDE_CONFIG_DIR", self.dir.path())
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path());
+        c
+    }
+
+    /// The session `id` holding `prompts`, written a while ago (not live).
+    fn session(&self, id: &str, prompts: &[String]) -> std::path::PathBuf {
+        let f = self.proj.join(format!("{id}.jsonl"));
+        std::fs::write(&f, session(prompts, "done")).unwrap();
+        crate::common::age(&f, 3600);
+        f
+    }
+}
+
+/// Every 8-character window of `secret` absent from `text`.
+fn no_part_of(secret: &str, text: &str, what: &str) {
+    for w in secret.as_bytes().windows(8) {
+        let w = std::str::from_utf8(w).unwrap();
+        assert!(
+            !text.contains(w),
+            "{what} holds part of a secret ({w}): {text}"
+        );
+    }
+}
+
+/// A failing summary command's error output (it read the transcript, so it may quote it) is
+/// logged, printed and shown by `hook status` only redacted; `check --all` scans the hook
+/// log, so one written by an older cchist, secret and all, is reported.
+#[test]
+fn hook_log_and_status_hold_no_secret_of_a_failing_command_and_check_all_scans_the_log() {
+    let r = Root::new();
+    let token = github_token(17);
+    let f = r.session(
+        "s1",
+        &[
+            format!("deploy with {token} now"),
+            "step two".into(),
+            "step three".into(),
+        ],
+    );
+    let pipeline = r.dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\ncommand = \"sed -n 1p >&2; exit 3\"\n",
+    )
+    .unwrap();
+    let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": "SessionEnd"});
+    let out = {
+        use std::io::Write;
+        let mut child = r
+            .cchist()
+            .arg("hook")
+            .arg("--pipeline")
+            .arg(&pipeline)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    crate::common::assert_code(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exit status: 3"), "{err}");
+    assert!(
+        err.contains("[REDACTED:github-pat]"),
+        "the quoted output is kept, redacted: {err}"
+    );
+    no_part_of(&token, &err, "the hook's stderr");
+    let log_file = r.dir.path().join("cchist/hook.log");
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    assert!(log.contains("failed"), "{log}");
+    no_part_of(&token, &log, "hook.log");
+    let status = crate::common::ok(r.cchist().args(["hook", "status"]));
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(shown.contains("exit status: 3"), "{shown}");
+    no_part_of(&token, &shown, "hook status");
+    // A log an older cchist wrote: the secret verbatim, in the rotated file.
+    let old = serde_json::json!({"time": "2026-01-01T00:00:00Z", "event": "SessionEnd", "session": "s0",
+        "outcome": "failed", "detail": format!("summary command failed: deploy with {token}"), "ms": 1});
+    std::fs::write(
+        r.dir.path().join("cchist/hook.log.1"),
+        old.to_string() + "\n",
+    )
+    .unwrap();
+    let status = crate::common::ok(r.cchist().args(["hook", "status"]));
+    no_part_of(
+        &token,
+        &String::from_utf8_lossy(&status.stdout),
+        "hook status",
+    );
+    let out = r.cchist().args(["check", "--all"]).output().unwrap();
+    crate::common::assert_code(&out, 1);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("hook.log.1"), "{report}");
+    assert!(report.contains("github-pat"), "{report}");
+    // The session itself is reported too (its transcript holds the token).
+    assert!(report.contains("s1.jsonl"), "{report}");
+}

@@ -123,16 +123,10 @@ impl SummarizeRange {
         }
         let (out, errs) = (out.unwrap_or_default(), errs.unwrap_or_default());
         if !status.success() {
+            // The command read the transcript, so its error output may quote it, secrets
+            // and all; the error is printed and logged (`hook.log`): redacted whole, then cut.
             let tail = String::from_utf8_lossy(&errs);
-            let tail = tail.trim();
-            let tail: String = tail
-                .chars()
-                .rev()
-                .take(500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
+            let tail = crate::stages::redact::shown_suffix(tail.trim(), 500);
             return Err(err(format!(
                 "{status}{}",
                 if tail.is_empty() {

@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::stages::redact::shown_text;
+use crate::stages::redact::{cut_shown as cut, shown_text};
 use crate::transcript::record::Kind;
 use crate::transcript::session::{is_prompt, Session};
 use crate::transcript::turns::message_text;
@@ -36,27 +36,6 @@ fn shorten(text: &str, max: usize) -> String {
     let shown = shown_text(text);
     let one: String = shown.split_whitespace().collect::<Vec<_>>().join(" ");
     cut(&one, max)
-}
-
-/// The first `max` characters of `text` (already redacted), `…` appended when cut, never
-/// cutting inside a `[REDACTED…]` placeholder: one the cut would split is left out whole, so
-/// what remains is neither part of a secret nor a marker that reads as another.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut end = text
-        .char_indices()
-        .nth(max.saturating_sub(1))
-        .map_or(text.len(), |(i, _)| i);
-    if let Some(open) = text[..end].rfind("[REDACTED") {
-        if !text[open..end].contains(']') {
-            end = open;
-        }
-    }
-    let mut out = text[..end].to_string();
-    out.push('…');
-    out
 }
 
 /// What happened to a file, as the calls in the range left it.
