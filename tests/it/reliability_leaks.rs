@@ -425,3 +425,104 @@ fn validate_of_millions_of_blank_lines_stays_in_bounded_memory() {
         "the rest are counted, on the last line: {text}"
     );
 }
+
+/// Copies beside a session keep its secrets after it is redacted: what `--backup=SUFFIX`
+/// wrote (`.bak`, `~`, `-orig`) and what a forced undo replaced. `check --all`, `check` on
+/// the folder or the session find them and say they are backups; `backups list` lists them
+/// (`undo --list`, what undo restores, does not); `backups prune` leaves the suffix copies.
+#[test]
+fn check_and_backups_list_see_every_copy_beside_a_session() {
+    let r = Root::new();
+    let token = github_token(23);
+    let f = r.session("s1", &[format!("use {token}"), "next".into()]);
+    crate::common::ok(r.cchist().args(["redact", "-i", "--backup=.bak"]).arg(&f));
+    let original = std::fs::read(r.proj.join("s1.jsonl.bak")).unwrap();
+    assert!(String::from_utf8_lossy(&original).contains(&token));
+    let names = [
+        "s1.jsonl.bak",
+        "s1.jsonl~",
+        "s1.jsonl-orig",
+        "s1.jsonl.cchist-undone.20260101T000000000Z",
+    ];
+    for n in &names[1..] {
+        std::fs::write(r.proj.join(n), &original).unwrap();
+    }
+    for args in [
+        vec!["check".to_string(), "--all".into()],
+        vec!["check".to_string(), r.proj.display().to_string()],
+        vec!["check".to_string(), f.display().to_string()],
+    ] {
+        let out = r.cchist().args(&args).output().unwrap();
+        crate::common::assert_code(&out, 1);
+        let report = String::from_utf8_lossy(&out.stdout);
+        for n in names {
+            assert!(report.contains(n), "{args:?}: {n} not reported: {report}");
+        }
+        assert!(
+            !report.lines().any(|l| l.contains("s1.jsonl:")),
+            "{args:?}: the session itself is clean: {report}"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("backups or copies"), "{args:?}: {err}");
+        no_part_of(&token, &(report.into_owned() + &err), "the report");
+    }
+    let out = r
+        .cchist()
+        .args(["check", "--all", "--json"])
+        .output()
+        .unwrap();
+    crate::common::assert_code(&out, 1);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let backups = crate::common::strs(&doc["backups"]);
+    assert_eq!(backups.len(), names.len(), "{doc}");
+    assert!(
+        names.iter().all(|n| backups.iter().any(|b| b.ends_with(n))),
+        "{doc}"
+    );
+    let listed: Value = serde_json::from_slice(
+        &crate::common::ok(r.cchist().args(["backups", "list", "--json"])).stdout,
+    )
+    .unwrap();
+    let listed: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let name = std::path::Path::new(b["backup"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (name, b["kind"].as_str().unwrap().to_string())
+        })
+        .collect();
+    for n in names {
+        assert!(
+            listed.iter().any(|(b, _)| b == n),
+            "{n} not listed: {listed:?}"
+        );
+    }
+    assert!(listed.contains(&(names[3].to_string(), "undone".to_string())));
+    assert!(listed.contains(&(names[0].to_string(), "copy".to_string())));
+    let text = crate::common::ok(r.cchist().args(["backups", "list"]));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("(copy: "));
+    // `undo --list` shows what undo restores: none of these.
+    let undoable: Value = serde_json::from_slice(
+        &crate::common::ok(r.cchist().args(["undo", "--list", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(undoable.as_array().unwrap().len(), 0, "{undoable}");
+    // Prune removes the undone copy (cchist named it) and leaves the suffix copies.
+    let out =
+        crate::common::ok(
+            r.cchist()
+                .args(["backups", "prune", "--older-than", "2999-01-01"]),
+        );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("removed 1 backup(s)") && err.contains("left 3"),
+        "{err}"
+    );
+    assert!(!r.proj.join(names[3]).exists());
+    assert!(names[..3].iter().all(|n| r.proj.join(n).exists()));
+}
