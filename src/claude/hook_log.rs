@@ -1,6 +1,11 @@
 //! What hooks leave under `$CLAUDE_CONFIG_DIR/cchist/`: the run log (`hook.log`, one JSON line
 //! per run: time, event, session, outcome, duration, and for failures the reason; never
 //! transcript content) and which Stop thresholds fired per session (`hook-state/<id>.json`).
+//!
+//! A reason may quote what a failing command printed (a summary command reads the transcript
+//! and may echo it on its error output): every detail is redacted whole by the default rules,
+//! then cut ([`shown_detail`]), before it is written, and again when shown; `check --all`
+//! scans the log files too ([`log_files`]).
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
@@ -16,6 +21,15 @@ use crate::error::{Error, Origin, Result};
 /// The log is rotated to `hook.log.1` past this size.
 const LOG_ROTATE_BYTES: u64 = 1 << 20;
 
+/// Most characters of a logged detail.
+pub const DETAIL_CHARS: usize = 400;
+
+/// A detail as it may be logged or shown: redacted whole by the default rules, then cut to
+/// [`DETAIL_CHARS`] (cutting first would leave parts of secrets no rule matches).
+pub fn shown_detail(detail: &str) -> String {
+    crate::stages::redact::shown_prefix(detail, DETAIL_CHARS)
+}
+
 /// cchist's folder under the Claude Code config root.
 pub fn state_dir(config_root: &Path) -> PathBuf {
     config_root.join("cchist")
@@ -24,6 +38,15 @@ pub fn state_dir(config_root: &Path) -> PathBuf {
 /// The hook run log.
 pub fn log_path(config_root: &Path) -> PathBuf {
     state_dir(config_root).join("hook.log")
+}
+
+/// The log files that exist: the rotated one, then the current one.
+pub fn log_files(config_root: &Path) -> Vec<PathBuf> {
+    let path = log_path(config_root);
+    [path.with_extension("log.1"), path]
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// One hook run.
@@ -61,14 +84,20 @@ fn private_dir(dir: &Path) -> Result<()> {
 }
 
 /// Append one line to the log (one `write` on an `O_APPEND` file, so concurrent hooks do
-/// not interleave), rotating it when it grew past 1 MiB.
+/// not interleave), rotating it when it grew past 1 MiB. Its detail is written as
+/// [`shown_detail`] makes it.
 pub fn append(config_root: &Path, line: &LogLine) -> Result<()> {
     let path = log_path(config_root);
     private_dir(&state_dir(config_root))?;
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
         let _ = std::fs::rename(&path, path.with_extension("log.1"));
     }
-    let mut text = serde_json::to_string(line).expect("a log line serializes");
+    let line = LogLine {
+        detail: shown_detail(&line.detail),
+        session: crate::stages::redact::shown_text(&line.session).into_owned(),
+        ..line.clone()
+    };
+    let mut text = serde_json::to_string(&line).expect("a log line serializes");
     text.push('\n');
     let o = Origin::file(&path);
     let mut f = OpenOptions::new()

@@ -256,6 +256,42 @@ pub fn backups(path: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// The other copies of `path` beside it: every regular file whose name is `path`'s name
+/// followed by anything — what `--backup=SUFFIX` writes (`.bak`, `~`, `-orig`, any suffix),
+/// what a forced undo replaced (`.cchist-undone.<time>`) — except cchist's undoable backups
+/// ([`backups`], which undo restores) and temp files; sorted by name. Each holds the
+/// session as it was, secrets included, so `check` scans them and `backups list` lists them.
+pub fn copies(path: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (
+        path.parent(),
+        path.file_name().map(|n| n.to_string_lossy().into_owned()),
+    ) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let undoable = format!("{name}{BACKUP_MARK}");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.len() > name.len()
+                && n.starts_with(&name)
+                && !n.starts_with(&undoable)
+                && !is_temp_name(&n)
+        })
+        .map(|e| path.with_file_name(e.file_name()))
+        .collect();
+    v.sort();
+    v
+}
+
 /// Every main session under `projects`, sorted by project folder then id. Sub-agent files
 /// (`agent-*.jsonl`) are not sessions of their own.
 pub fn list_sessions(projects: &Path) -> Result<Vec<SessionFile>> {

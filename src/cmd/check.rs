@@ -132,6 +132,16 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
     // cchist's own backups are checked with it.
     super::plan::whole_sessions(&mut walk);
+    let copies = add_copies(&mut walk.inputs);
+    if args.scan.all {
+        // The hook log quotes why runs failed, which may be a command's error output: scanned
+        // as text with everything else cchist keeps under the config folder.
+        let root = cchist::claude::layout::config_root()?;
+        for path in cchist::claude::hook_log::log_files(&root) {
+            let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
+            walk.inputs.push(Input::File { path, rel });
+        }
+    }
     let outcomes = super::progress::run_with_bar(
         &pipeline,
         &walk.inputs,
@@ -141,6 +151,12 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         args.propagate.into(),
     );
 
+    // The names the report gives the backups and copies it scanned.
+    let backup_names: std::collections::BTreeSet<String> = outcomes
+        .iter()
+        .filter(|o| matches!(&o.input, Input::File { path, .. } if copies.contains(path)))
+        .map(|o| o.input.origin().to_string())
+        .collect();
     let mut status = ExitStatus::Ok;
     let mut files: Vec<FileFindings> = Vec::new();
     let mut errors: Vec<(String, String)> = Vec::new();
@@ -225,6 +241,15 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                     "cchist: {total} finding(s) in {with} of {scanned} file(s): {}",
                     rules.join(", ")
                 );
+                let in_backups = files
+                    .iter()
+                    .filter(|f| !f.findings.is_empty() && backup_names.contains(&f.file))
+                    .count();
+                if in_backups > 0 {
+                    eprintln!(
+                        "cchist: {in_backups} of those files are backups or copies of a session (`cchist backups list` lists them): they keep what the session held when they were made; remove the ones you no longer need"
+                    );
+                }
             }
         }
         CheckFormat::Json => {
@@ -240,6 +265,12 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 .map(|(f, why)| json!({"file": f, "reason": why}))
                 .collect::<Vec<_>>());
             doc["summary"]["skipped"] = json!(skipped.len());
+            // Which of the files are backups or copies of a session, not sessions.
+            doc["backups"] = json!(files
+                .iter()
+                .filter(|f| backup_names.contains(&f.file))
+                .map(|f| f.file.clone())
+                .collect::<Vec<_>>());
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         }
@@ -275,6 +306,56 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         status = ExitStatus::Findings;
     }
     Ok(status)
+}
+
+/// Add the other copies of each transcript among `inputs` ([`layout::copies`]: what
+/// `--backup=SUFFIX` and a forced undo left beside it) right after it, each file once; the
+/// paths of every backup or copy among the inputs, cchist's own included. They hold the
+/// session as it was, so a scan that passed over them would report clean over secrets that
+/// are still on disk.
+///
+/// [`layout::copies`]: cchist::claude::layout::copies
+fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
+    use cchist::claude::layout;
+    let mut seen: std::collections::HashSet<PathBuf> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::File { path, .. } => Some(path.clone()),
+            Input::Stdin => None,
+        })
+        .collect();
+    let mut backups = std::collections::BTreeSet::new();
+    let mut out = Vec::with_capacity(inputs.len());
+    for inp in std::mem::take(inputs) {
+        let Input::File { path, rel } = &inp else {
+            out.push(inp);
+            continue;
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.contains(cchist::io::output::BACKUP_MARK) {
+            backups.insert(path.clone());
+        }
+        let is_transcript = name.ends_with(".jsonl");
+        let copies = if is_transcript {
+            layout::copies(path)
+        } else {
+            Vec::new()
+        };
+        let rel = rel.clone();
+        out.push(inp);
+        for c in copies {
+            backups.insert(c.clone());
+            if seen.insert(c.clone()) {
+                let rel = rel.with_file_name(c.file_name().unwrap_or_default());
+                out.push(Input::File { path: c, rel });
+            }
+        }
+    }
+    *inputs = out;
+    backups
 }
 
 /// A rule's one-line description: redact rules from the registry, the others from their

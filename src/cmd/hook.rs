@@ -104,7 +104,7 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
         },
         session: inp.session_id.clone(),
         outcome: outcome.into(),
-        detail: detail.chars().take(400).collect(),
+        detail: hook_log::shown_detail(&detail),
         ms: start.elapsed().as_millis() as u64,
     };
     let logged = cchist::claude::layout::config_root()
@@ -116,7 +116,11 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
     if !line.is_failure() {
         return ExitStatus::Ok;
     }
-    say!("cchist hook ({}): {outcome}: {detail}", line.event);
+    say!(
+        "cchist hook ({}): {outcome}: {}",
+        line.event,
+        cchist::stages::redact::shown_text(&detail)
+    );
     if strict || inp.hook_event_name == "SessionEnd" {
         ExitStatus::Findings
     } else {

@@ -221,7 +221,8 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
             session,
             l.outcome,
             l.ms,
-            l.detail
+            // A log written before details were redacted may hold a secret.
+            hook_log::shown_detail(&l.detail)
         );
     };
     tell!("last runs ({}):", log.display());

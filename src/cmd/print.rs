@@ -398,16 +398,21 @@ pub fn diff_report(
         match r {
             Ok(d) => ok.push(d),
             Err(e) => {
+                // An error names the file and may quote it: shown redacted, like the preview.
+                let (file, e) = (inp.origin().to_string(), e.to_string());
+                let (file, e) = (shown_text(&file), shown_text(&e));
                 say!("cchist: error: {e}");
-                errors.push(json!({"file": inp.origin().to_string(), "error": e.to_string()}));
+                errors.push(json!({"file": file, "error": e}));
             }
         }
     }
+    // Each preview's strings were redacted where they were taken from the input; the whole
+    // output is redacted once more, as everything printed about a session is.
     let text = if as_json {
         let doc = json!({"files": ok, "errors": errors});
-        serde_json::to_string_pretty(&doc).context("the JSON diff")? + "\n"
+        shown_json(&doc).context("the JSON diff")?
     } else {
-        safe_text(&cchist::engine::diff::render_text(&ok)).into_owned()
+        safe_text(&shown_text(&cchist::engine::diff::render_text(&ok))).into_owned()
     };
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

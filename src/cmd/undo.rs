@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use cchist::claude::layout::{self, SessionFile};
+use cchist::claude::rewrite::UNDONE_MARK;
 use cchist::error::ExitStatus;
 use cchist::io::output::{is_temp_name, BACKUP_MARK};
 use clap::{Args, Subcommand};
@@ -52,7 +53,8 @@ pub struct BackupsArgs {
 /// `cchist backups` subcommands.
 #[derive(Subcommand, Debug)]
 pub enum BackupsAction {
-    /// List cchist's backups under the config folder (as `undo --list`).
+    /// List cchist's backups under the config folder (those `undo --list` shows), what
+    /// forced undos replaced, and copies beside a session (`--backup=SUFFIX`).
     List {
         /// Only backups made at or after this time.
         #[arg(long, value_name = "TIME", value_parser = parse_when)]
@@ -71,14 +73,28 @@ pub enum BackupsAction {
     },
 }
 
-/// One backup cchist can restore.
+/// What a backup is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    /// `<file>.cchist-bak.<time>`: what `undo` restores.
+    Undo,
+    /// `<file>.cchist-undone.<time>`: what a forced `undo` replaced.
+    Undone,
+    /// `<file><SUFFIX>`: what `--backup=SUFFIX` (or anything else) copied beside it.
+    Copy,
+}
+
+/// One backup or copy of a file under the config folder.
 #[derive(Debug, Serialize)]
 struct Backup {
     /// The file it restores.
     file: String,
     /// The backup itself.
     backup: String,
-    /// When it was made (UTC, from its name).
+    /// What it is.
+    kind: Kind,
+    /// When it was made (UTC, from its name; a copy's from its modification time).
     time: String,
     /// Its size in bytes.
     bytes: u64,
@@ -119,13 +135,33 @@ fn collect_in(dir: &Path, out: &mut Vec<Backup>) {
         if is_temp_name(&name) || name.starts_with('.') {
             continue; // temp files and undo's `.written` records
         }
-        let Some((main, stamp)) = name.split_once(BACKUP_MARK) else {
-            continue;
+        let (main, kind, stamp) = if let Some((main, stamp)) = name.split_once(BACKUP_MARK) {
+            (main.to_string(), Kind::Undo, stamp.to_string())
+        } else if let Some((main, stamp)) = name.split_once(UNDONE_MARK) {
+            (main.to_string(), Kind::Undone, stamp.to_string())
+        } else {
+            // `<x>.jsonl<SUFFIX>` beside `<x>.jsonl`: a copy holding what it held then.
+            let Some(at) = name.find(".jsonl").map(|i| i + ".jsonl".len()) else {
+                continue;
+            };
+            let main = &name[..at];
+            if at == name.len() || !dir.join(main).is_file() {
+                continue;
+            }
+            let Ok(t) = e.metadata().and_then(|m| m.modified()) else {
+                continue;
+            };
+            (
+                main.to_string(),
+                Kind::Copy,
+                cchist::io::clock::file_stamp(t),
+            )
         };
-        let stamp = stamp.split('.').next().unwrap_or(stamp).to_string();
+        let stamp = stamp.split('.').next().unwrap_or(&stamp).to_string();
         out.push(Backup {
             file: dir.join(main).display().to_string(),
             backup: e.path().display().to_string(),
+            kind,
             time: stamp_time(&stamp),
             bytes: e.metadata().map(|m| m.len()).unwrap_or(0),
             stamp,
@@ -161,10 +197,14 @@ fn stamp_of(backup: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn list(since: Option<&str>, format: &FormatArgs) -> anyhow::Result<ExitStatus> {
+/// List the backups: those undo restores, or (`every`) every backup and copy.
+fn list(since: Option<&str>, format: &FormatArgs, every: bool) -> anyhow::Result<ExitStatus> {
     let mut all = all_backups()?;
     if let Some(t) = since {
         all.retain(|b| b.stamp.as_str() >= t);
+    }
+    if !every {
+        all.retain(|b| b.kind == Kind::Undo);
     }
     let mut out = std::io::stdout().lock();
     if format.json() {
@@ -177,9 +217,14 @@ fn list(since: Option<&str>, format: &FormatArgs) -> anyhow::Result<ExitStatus> 
         return Ok(ExitStatus::Ok);
     }
     for b in &all {
+        let what = match b.kind {
+            Kind::Undo => String::new(),
+            Kind::Undone => format!("  (replaced by a forced undo: {})", b.backup),
+            Kind::Copy => format!("  (copy: {})", b.backup),
+        };
         writeln!(
             out,
-            "{}  {:>10}  {}",
+            "{}  {:>10}  {}{what}",
             b.time,
             super::print::human_bytes(b.bytes),
             super::print::safe(&b.file)
@@ -194,7 +239,7 @@ fn list(since: Option<&str>, format: &FormatArgs) -> anyhow::Result<ExitStatus> 
 
 pub fn run(a: UndoArgs) -> anyhow::Result<ExitStatus> {
     if a.list {
-        return list(a.since.as_deref(), &a.format);
+        return list(a.since.as_deref(), &a.format, false);
     }
     if a.all {
         return undo_all(a.since.as_deref().unwrap_or(""), a.force);
@@ -209,7 +254,7 @@ pub fn run(a: UndoArgs) -> anyhow::Result<ExitStatus> {
 fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
     let mut files: Vec<PathBuf> = all_backups()?
         .into_iter()
-        .filter(|b| b.stamp.as_str() >= since)
+        .filter(|b| b.kind == Kind::Undo && b.stamp.as_str() >= since)
         .map(|b| PathBuf::from(b.file))
         .collect();
     files.sort();
@@ -246,14 +291,18 @@ fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
 /// `cchist backups`.
 pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
     match a.action {
-        BackupsAction::List { since, format } => list(since.as_deref(), &format),
+        BackupsAction::List { since, format } => list(since.as_deref(), &format, true),
         BackupsAction::Prune {
             older_than,
             dry_run,
         } => {
-            let mut n = 0;
-            let mut bytes = 0;
+            let (mut n, mut bytes, mut copies) = (0, 0, 0);
             for b in all_backups()?.into_iter().filter(|b| b.stamp < older_than) {
+                // A copy's name carries no cchist stamp: it may be one the user made.
+                if b.kind == Kind::Copy {
+                    copies += 1;
+                    continue;
+                }
                 n += 1;
                 bytes += b.bytes;
                 if dry_run {
@@ -271,6 +320,11 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                 "cchist: {verb} {n} backup(s), {}",
                 super::print::human_bytes(bytes)
             );
+            if copies > 0 {
+                eprintln!(
+                    "cchist: left {copies} older copies (`--backup=SUFFIX` names such as .bak, which carry no cchist stamp and may be yours): `cchist backups list` lists them; remove them by hand"
+                );
+            }
             Ok(ExitStatus::Ok)
         }
     }

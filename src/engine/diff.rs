@@ -162,10 +162,47 @@ impl FileDiff {
     pub fn changed(&self) -> bool {
         self.counts.dropped + self.counts.changed + self.counts.added > 0
     }
+
+    /// The preview with every string taken from the input through the default redaction
+    /// rules: a uuid, type or file name may be a pasted secret short enough to pass the
+    /// shape checks of [`header_of`] (an AWS key id reads as a field name), and a preview is
+    /// meant to be shared.
+    pub fn shown(mut self) -> FileDiff {
+        let shown = |s: &mut String| {
+            if let std::borrow::Cow::Owned(t) = crate::stages::redact::shown_text(s) {
+                *s = t;
+            }
+        };
+        shown(&mut self.file);
+        for r in &mut self.records {
+            for s in r
+                .uuid
+                .iter_mut()
+                .chain(r.ty.iter_mut())
+                .chain(&mut r.fields)
+            {
+                shown(s);
+            }
+        }
+        self.counters = std::mem::take(&mut self.counters)
+            .into_iter()
+            .map(|(mut k, v)| {
+                shown(&mut k);
+                (k, v)
+            })
+            .collect();
+        self
+    }
 }
 
-/// Preview `pipeline` on one input; nothing is written.
+/// Preview `pipeline` on one input; nothing is written. Everything the preview holds that
+/// came from the input (its name, uuids, record types, field paths, counter names) has been
+/// through the default redaction rules ([`FileDiff::shown`]).
 pub fn diff_input(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
+    diff_raw(pipeline, inp).map(FileDiff::shown)
+}
+
+fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
     let origin = inp.origin();
     let name = origin.to_string();
     match inp {

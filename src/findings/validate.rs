@@ -23,33 +23,93 @@ use crate::transcript::record::Kind;
 use crate::transcript::record::{check_json, Record};
 use crate::transcript::session::Session;
 
+/// Most findings listed per line check (`invalid-json`, `not-an-object`): the rest are
+/// counted in one more finding, so a file of millions of blank or broken lines costs a few
+/// counters, not a finding each (40 MB of blank lines took 23.7 GB).
+pub const MAX_LINE_EXAMPLES: usize = 20;
+
+/// Findings of one per-line check: the first [`MAX_LINE_EXAMPLES`], and how many more.
+#[derive(Default)]
+struct LineFindings {
+    listed: Vec<Finding>,
+    more: usize,
+    last: usize,
+}
+
+impl LineFindings {
+    fn push(&mut self, line: usize, make: impl FnOnce() -> Finding) {
+        if self.listed.len() < MAX_LINE_EXAMPLES {
+            self.listed.push(make());
+        } else {
+            self.more += 1;
+            self.last = line;
+        }
+    }
+
+    /// The listed findings, and one for the rest (on the last such line).
+    fn finish(self, rule: &str, what: &str, out: &mut Vec<Finding>) {
+        out.extend(self.listed);
+        if self.more > 0 {
+            out.push(finding(
+                rule,
+                self.last,
+                None,
+                format!(
+                    "and {} more {what} up to this one (the first {MAX_LINE_EXAMPLES} are listed)",
+                    self.more
+                ),
+            ));
+        }
+    }
+}
+
 /// Validate one transcript held in memory.
 pub fn validate(data: &[u8]) -> Vec<Finding> {
     let mut findings = Vec::new();
     let n_lines = framing::lines(data, 1).count();
-    let mut records = Vec::with_capacity(n_lines);
+    let (mut invalid, mut not_object) = (LineFindings::default(), LineFindings::default());
+    // Only object lines are records: a line that is not one has no uuid, parent or tool id,
+    // so the chain checks below need nothing of it (and keeping it cost a record each).
+    let mut records = Vec::new();
     for l in framing::lines(data, 1) {
-        let rec = Record::from_line(l);
         if let Err(reason) = check_json(l.body) {
             let rule = if l.number == n_lines && l.term == Term::None {
                 "truncated-last-line"
             } else {
                 "invalid-json"
             };
-            findings.push(finding(
-                rule,
-                l.number,
-                None,
-                describe_invalid(l.body, l.term, &reason),
-            ));
-        } else if rec.header().is_none() {
-            findings.push(finding(
-                "not-an-object",
-                l.number,
-                None,
-                "line is valid JSON but not an object, so it is not a transcript record".into(),
-            ));
-        } else if l.term == Term::None {
+            if rule == "invalid-json" {
+                invalid.push(l.number, || {
+                    finding(
+                        rule,
+                        l.number,
+                        None,
+                        describe_invalid(l.body, l.term, &reason),
+                    )
+                });
+            } else {
+                findings.push(finding(
+                    rule,
+                    l.number,
+                    None,
+                    describe_invalid(l.body, l.term, &reason),
+                ));
+            }
+            continue;
+        }
+        let rec = Record::from_line(l);
+        if rec.header().is_none() {
+            not_object.push(l.number, || {
+                finding(
+                    "not-an-object",
+                    l.number,
+                    None,
+                    "line is valid JSON but not an object, so it is not a transcript record".into(),
+                )
+            });
+            continue;
+        }
+        if l.term == Term::None {
             findings.push(finding(
                 "missing-final-newline",
                 l.number,
@@ -59,6 +119,16 @@ pub fn validate(data: &[u8]) -> Vec<Finding> {
         }
         records.push(rec);
     }
+    invalid.finish(
+        "invalid-json",
+        "lines that are not valid JSON",
+        &mut findings,
+    );
+    not_object.finish(
+        "not-an-object",
+        "lines that are valid JSON but not objects",
+        &mut findings,
+    );
     let s = Session::new(records);
     check_uuids(&s, &mut findings);
     check_references(&s, &mut findings);

@@ -25,6 +25,7 @@ mod reliability_append;
 mod reliability_common;
 mod reliability_crash;
 mod reliability_hostile;
+mod reliability_leaks;
 mod reliability_perms;
 mod reliability_round3;
 mod relink;

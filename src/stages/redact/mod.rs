@@ -80,6 +80,57 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `text` redacted as [`shown_text`] does, then cut to `max` characters ([`cut_shown`]).
+/// Redaction comes first: a cut secret no longer matches any rule (a password cut before its
+/// `@`, a token cut after its prefix), so a cut-then-redacted text may keep part of one.
+pub fn shown_prefix(text: &str, max: usize) -> String {
+    cut_shown(&shown_text(text), max)
+}
+
+/// The first `max` characters of the already redacted `text`, `…` appended when it was cut.
+/// A `[REDACTED…]` marker the cut would split is left out whole, so what remains is neither
+/// a broken marker nor one that reads as another.
+pub fn cut_shown(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut end = text
+        .char_indices()
+        .nth(max.saturating_sub(1))
+        .map_or(text.len(), |(i, _)| i);
+    if let Some(open) = text[..end].rfind("[REDACTED") {
+        if !text[open..end].contains(']') {
+            end = open;
+        }
+    }
+    let mut out = text[..end].to_string();
+    out.push('…');
+    out
+}
+
+/// The last `max` characters of `text` after redacting all of it (the end of a command's
+/// error output is what says why it failed), `…` prepended when it was cut; a marker the cut
+/// would split is left out whole.
+pub fn shown_suffix(text: &str, max: usize) -> String {
+    let shown = shown_text(text);
+    let n = shown.chars().count();
+    if n <= max {
+        return shown.into_owned();
+    }
+    let mut start = shown
+        .char_indices()
+        .nth(n - max + 1)
+        .map_or(shown.len(), |(i, _)| i);
+    if let Some(open) = shown[..start].rfind("[REDACTED") {
+        if let Some(close) = shown[open..].find(']').map(|c| open + c + 1) {
+            if close > start {
+                start = close;
+            }
+        }
+    }
+    format!("…{}", &shown[start..])
+}
+
 /// Environment variable holding the key for pseudonyms and fingerprints.
 pub const KEY_ENV: &str = "CCHIST_REDACT_KEY";
 

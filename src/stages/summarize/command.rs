@@ -123,16 +123,10 @@ impl SummarizeRange {
         }
         let (out, errs) = (out.unwrap_or_default(), errs.unwrap_or_default());
         if !status.success() {
+            // The command read the transcript, so its error output may quote it, secrets
+            // and all; the error is printed and logged (`hook.log`): redacted whole, then cut.
             let tail = String::from_utf8_lossy(&errs);
-            let tail = tail.trim();
-            let tail: String = tail
-                .chars()
-                .rev()
-                .take(500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
+            let tail = crate::stages::redact::shown_suffix(tail.trim(), 500);
             return Err(err(format!(
                 "{status}{}",
                 if tail.is_empty() {
@@ -153,17 +147,14 @@ impl SummarizeRange {
 
 /// What a summary command answered: plain text (the summary), or a JSON object
 /// `{"summary": "...", "keep": ["uuid", ...]}` naming records of the range to keep verbatim.
+///
+/// Models rarely print the bare object: it comes after a byte-order mark, inside a markdown
+/// fence (```` ```json ````), or after a line of prose. Taking those as plain text would put
+/// raw JSON in the summary and drop the records it asked to keep, so the object is looked for
+/// in each form ([`json_reply`]); one that was meant but does not parse is an error.
 pub(super) fn parse_reply(out: &str) -> std::result::Result<(String, Vec<String>), String> {
-    let t = out.trim();
-    let parsed = t.starts_with('{').then(|| serde_json::from_str::<Value>(t));
-    let Some(Ok(Value::Object(m))) = parsed else {
-        // Meant as the JSON reply but broken: an error, not a summary holding raw JSON (with
-        // the kept steps silently lost).
-        if let Some(Err(e)) = parsed.filter(|_| t.contains("\"summary\"")) {
-            return Err(format!(
-                "its reply starts like a JSON {{\"summary\", \"keep\"}} object but is not valid JSON ({e}); print valid JSON or plain text"
-            ));
-        }
+    let t = out.trim_start_matches('\u{feff}').trim();
+    let Some(m) = json_reply(t)? else {
         return Ok((t.to_string(), Vec::new()));
     };
     if let Some(k) = m.keys().find(|k| *k != "summary" && *k != "keep") {
@@ -192,6 +183,103 @@ pub(super) fn parse_reply(out: &str) -> std::result::Result<(String, Vec<String>
         Some(_) => return Err("`keep` must be a list of uuid strings".into()),
     };
     Ok((summary, keep))
+}
+
+/// The JSON object a reply holds, if it holds one: the whole text; else the body of the first
+/// markdown code fence, or the object a line starts, that parses to an object with a
+/// `summary` key (a plain-text summary may quote other JSON). `Err` when one of these meant
+/// the JSON reply (it names `"summary"`) but is not valid JSON.
+fn json_reply(t: &str) -> std::result::Result<Option<serde_json::Map<String, Value>>, String> {
+    let broken = |e: serde_json::Error| {
+        format!(
+            "its reply holds what looks like a JSON {{\"summary\", \"keep\"}} object but is not valid JSON ({e}); print valid JSON or plain text"
+        )
+    };
+    if t.starts_with('{') {
+        match serde_json::from_str::<Value>(t) {
+            Ok(Value::Object(m)) => return Ok(Some(m)),
+            Err(e) if t.contains("\"summary\"") => {
+                // Valid JSON followed by prose is still the reply; anything else was broken.
+                return match first_object(t) {
+                    Some(Ok(m)) => Ok(Some(m)),
+                    _ => Err(broken(e)),
+                };
+            }
+            _ => {}
+        }
+    }
+    let mut first_err = None;
+    for body in fences(t) {
+        let body = body.trim_start_matches('\u{feff}').trim();
+        if !body.starts_with('{') {
+            continue;
+        }
+        match first_object(body) {
+            Some(Ok(m)) if m.contains_key("summary") => return Ok(Some(m)),
+            Some(Err(e)) if body.contains("\"summary\"") => {
+                first_err.get_or_insert(e);
+            }
+            _ => {}
+        }
+    }
+    let mut at = 0;
+    for line in t.split_inclusive('\n') {
+        let start = at + (line.len() - line.trim_start().len());
+        at += line.len();
+        let rest = t[start..].trim_start_matches('\u{feff}');
+        if !rest.starts_with('{') {
+            continue;
+        }
+        match first_object(rest) {
+            Some(Ok(m)) if m.contains_key("summary") => return Ok(Some(m)),
+            Some(Err(e)) if line.contains("\"summary\"") => {
+                first_err.get_or_insert(e);
+            }
+            _ => {}
+        }
+    }
+    match first_err {
+        Some(e) => Err(broken(e)),
+        None => Ok(None),
+    }
+}
+
+/// The JSON value `t` starts with, when it is an object (what follows it is not read).
+fn first_object(
+    t: &str,
+) -> Option<std::result::Result<serde_json::Map<String, Value>, serde_json::Error>> {
+    match serde_json::Deserializer::from_str(t)
+        .into_iter::<Value>()
+        .next()?
+    {
+        Ok(Value::Object(m)) => Some(Ok(m)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// The bodies of the markdown code fences of `t` (```` ``` ```` or ```` ```json ```` lines
+/// to the next ```` ``` ```` line, or to the end when it is not closed), in order.
+fn fences(t: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut at = 0;
+    for line in t.split_inclusive('\n') {
+        let fence = line.trim().starts_with("```");
+        match open {
+            None if fence => open = Some(at + line.len()),
+            Some(from) if fence && line.trim() == "```" => {
+                out.push(&t[from..at]);
+                open = None;
+            }
+            _ => {}
+        }
+        at += line.len();
+    }
+    if let Some(from) = open {
+        out.push(&t[from.min(t.len())..]);
+    }
+    out
 }
 
 /// The records to keep verbatim: the whole segment (step, or turn head) of every uuid in

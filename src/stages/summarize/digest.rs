@@ -4,9 +4,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::stages::redact::{cut_shown as cut, shown_text};
 use crate::transcript::record::Kind;
 use crate::transcript::session::{is_prompt, Session};
-use crate::transcript::turns::{message_text, shorten};
+use crate::transcript::turns::message_text;
 
 /// A deterministic digest of the removed records: prompts, files, commands, errors, answer.
 pub fn digest(s: &mut Session<'_>, removed: &BTreeSet<usize>, title: &str) -> String {
@@ -24,6 +25,18 @@ const MAX_ITEMS: usize = 50;
 const MAX_ERRORS: usize = 20;
 /// Most characters of one item.
 const ITEM_CHARS: usize = 200;
+/// Most characters of the final answer.
+const ANSWER_CHARS: usize = 1500;
+
+/// `text` as a digest item: whitespace runs made one space, cut to `max` characters (`…`
+/// marks a cut), after the default rules redacted the whole text. Redaction comes first
+/// because a cut secret no longer matches: a password cut before its `@`, a token cut after
+/// its prefix would pass every later redact stage and reach the summary (issue #25).
+fn shorten(text: &str, max: usize) -> String {
+    let shown = shown_text(text);
+    let one: String = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    cut(&one, max)
+}
 
 /// What happened to a file, as the calls in the range left it.
 #[derive(Default)]
@@ -301,7 +314,7 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
             if let Some((_, Some(Err(e)))) = &st.last {
                 line += &format!(" — failed: {e}");
             }
-            line
+            shown_text(&line).into_owned()
         })
         .collect();
     let written: Vec<String> = files
@@ -315,7 +328,7 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
             } else {
                 String::new()
             };
-            format!("{f} ({times}last: {tool} {})", outcome(o))
+            shown_text(&format!("{f} ({times}last: {tool} {})", outcome(o))).into_owned()
         })
         .collect();
     let commands: Vec<String> = commands
@@ -370,12 +383,9 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
         list(&mut out, "Plan (last todo list)", t, MAX_ITEMS);
     }
     if !answer.is_empty() {
-        let cut: String = answer.chars().take(1500).collect();
+        let answer = shown_text(answer.trim_end());
         out.push_str("\nFinal answer:\n");
-        out.push_str(cut.trim_end());
-        if cut.len() < answer.len() {
-            out.push('…');
-        }
+        out.push_str(&cut(&answer, ANSWER_CHARS));
         out.push('\n');
     }
     out.trim_end().to_string()

@@ -21,7 +21,8 @@
 //! ([`digest_body`]: prompts, files read, files written with their last state, commands with
 //! their exit status, errors and whether they were resolved later, the plan of the last todo
 //! list, the final answer). A command may answer a JSON object `{"summary": "...", "keep":
-//! ["uuid", ...]}` instead of text: the records it names (uuids of the range, else an error)
+//! ["uuid", ...]}` instead of text (bare, after a byte-order mark or a line of prose, or in a
+//! markdown code fence; one that names `"summary"` but does not parse is an error): the records it names (uuids of the range, else an error)
 //! stay verbatim with their whole step, so a tool call keeps its result; they are listed as
 //! `keptUuids`, and a reference into a removed record after them goes to the nearest kept
 //! record before it, so they stay on the resumed chain. The summary record

@@ -1,0 +1,554 @@
+//! Issue #25's leaks and losses, each checked through the binary: what cchist logs, prints or
+//! leaves on disk holds no secret the default rules find, and a summary command's reply in the
+//! forms models print keeps the records it asked for.
+//!
+//! Fake secrets are built at run time, so no token-shaped literal sits in the source.
+
+use serde_json::Value;
+
+use crate::common::{cchist, corpus, step_uuids, summary_record};
+
+const P05: &str = "generated/p05_long.jsonl";
+
+/// A summary command's `{"summary", "keep"}` reply after a byte-order mark, in a markdown
+/// fence, or after a line of prose is still the JSON reply: the records it names are kept
+/// (not dropped with raw JSON left as the summary). One that meant JSON but is broken is an
+/// error, the file untouched.
+#[test]
+fn command_reply_in_a_fence_after_a_bom_or_prose_keeps_its_records() {
+    let input = corpus(P05);
+    let data = std::fs::read(&input).unwrap();
+    let steps = step_uuids(&data);
+    let keep = steps[1].last().unwrap().clone();
+    let object = serde_json::json!({"summary": "S-JSON", "keep": [keep]}).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    for reply in [
+        format!("\u{feff}{object}"),
+        format!("```json\n{object}\n```\n"),
+        format!("Here is the summary:\n\n```\n{object}\n```"),
+        format!("Here is the summary you asked for.\n{object}\n"),
+        format!("\u{feff}Sure.\n  {object}\nHope this helps."),
+    ] {
+        let cmd = crate::common::reply_command(dir.path(), &reply);
+        let out = crate::common::ok(
+            cchist()
+                .args([
+                    "summarize-range",
+                    "--keep-last-steps",
+                    "3",
+                    "--command",
+                    &cmd,
+                ])
+                .arg(&input),
+        );
+        let sum = summary_record(&out.stdout).expect("a summary record");
+        assert_eq!(sum["message"]["content"], "S-JSON", "{reply:?}");
+        let kept = crate::common::strs(&sum["cchistSummary"]["keptUuids"]);
+        assert!(kept.contains(&keep.as_str()), "{reply:?}: {kept:?}");
+        assert!(out
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .any(|l| serde_json::from_slice::<Value>(l).unwrap()["uuid"] == keep.as_str()));
+    }
+    for reply in [
+        "```json\n{\"summary\": \"S\", \"keep\": [\"a\",]}\n```".to_string(),
+        "Here it is:\n{\"summary\": \"S\", \"keep\": [\"a\",]}".to_string(),
+        "\u{feff}{\"summary\": \"S\", \"keep\": [".to_string(),
+    ] {
+        let (d, f) = crate::common::temp_file("s.jsonl", &data);
+        let cmd = crate::common::reply_command(d.path(), &reply);
+        let out = cchist()
+            .args([
+                "summarize-range",
+                "--keep-last-steps",
+                "3",
+                "--command",
+                &cmd,
+                "-i",
+                "--force",
+            ])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{reply:?}: {err}");
+        assert!(err.contains("not valid JSON"), "{reply:?}: {err}");
+        assert_eq!(std::fs::read(&f).unwrap(), data);
+    }
+    // Plain text that quotes JSON of its own stays a plain-text summary.
+    let text = "Changed the config:\n```json\n{\"a\": 1}\n```";
+    let cmd = crate::common::reply_command(dir.path(), text);
+    let out = crate::common::ok(
+        cchist()
+            .args([
+                "summarize-range",
+                "--keep-last-steps",
+                "3",
+                "--command",
+                &cmd,
+            ])
+            .arg(&input),
+    );
+    let sum = summary_record(&out.stdout).unwrap();
+    assert_eq!(sum["message"]["content"], text);
+    assert!(sum["cchistSummary"].get("keptUuids").is_none());
+}
+
+/// `n` characters of `alphabet`, mixed by a fixed LCG: a token body that looks random to the
+/// rules' entropy checks, made at run time.
+fn mixed(alphabet: &str, n: usize, seed: u64) -> String {
+    let a: Vec<char> = alphabet.chars().collect();
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            a[((x >> 33) % a.len() as u64) as usize]
+        })
+        .collect()
+}
+
+const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// A fake GitHub token (`ghp_` and 36 characters).
+fn github_token(seed: u64) -> String {
+    "ghp_".to_string() + &mixed(ALNUM, 36, seed)
+}
+
+/// A fake AWS access key id (`AKIA` and 16 characters of base 32).
+fn aws_key_id(seed: u64) -> String {
+    format!("AKIA{}", mixed("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 16, seed))
+}
+
+/// A transcript of `prompts.len()` turns: each prompt, answered by `answer`.
+fn session(prompts: &[String], answer: &str) -> String {
+    let mut out = String::new();
+    let mut parent = Value::Null;
+    for (i, p) in prompts.iter().enumerate() {
+        let (u, a) = (format!("u{i}"), format!("a{i}"));
+        let ts = format!("2026-01-01T00:00:{i:02}.000Z");
+        out += &serde_json::json!({"type": "user", "uuid": u, "parentUuid": parent, "sessionId": "s", "timestamp": ts, "cwd": "/home/dev/app",
+            "message": {"role": "user", "content": p}})
+        .to_string();
+        out.push('\n');
+        out += &serde_json::json!({"type": "assistant", "uuid": a, "parentUuid": u, "sessionId": "s", "timestamp": ts, "cwd": "/home/dev/app",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}})
+        .to_string();
+        out.push('\n');
+        parent = Value::from(a);
+    }
+    out
+}
+
+/// The built-in digest cuts each item at 200 characters: a secret across the cut (a password
+/// cut before its `@`, a token cut after its prefix) must be redacted before, so no part of it
+/// reaches the summary, and a cut never splits a `[REDACTED:…]` marker.
+#[test]
+fn the_digest_redacts_whole_items_before_cutting_them() {
+    let password = mixed(ALNUM, 14, 3);
+    let token = github_token(5);
+    let key = aws_key_id(9);
+    let pad = |n: usize| "x".repeat(n);
+    let prompts = vec![
+        format!(
+            "{} postgres://admin:{password}@db.example.com/app",
+            pad(170)
+        ),
+        format!("{} {token}", pad(190)),
+        format!("{} {token} {}", pad(180), pad(40)),
+        format!("{} {key} and more", pad(190)),
+        "last".to_string(),
+    ];
+    let answer = format!("{} {token} done", pad(1480));
+    let (dir, f) = crate::common::temp_file("s.jsonl", session(&prompts, &answer));
+    // The summary then goes through redaction, as in every shipped pipeline: what is left of
+    // a cut secret would pass it.
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nturns = \"1..4\"\n\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let out = crate::common::ok(cchist().arg("run").arg("--pipeline").arg(&pipeline).arg(&f));
+    let sum = summary_record(&out.stdout).expect("a summary");
+    let text = sum["message"]["content"].as_str().unwrap().to_string();
+    assert!(text.contains("Prompts:"), "{text}");
+    for (what, s) in [("password", &password), ("token", &token), ("key", &key)] {
+        for w in s.as_bytes().windows(6) {
+            let w = std::str::from_utf8(w).unwrap();
+            assert!(
+                !text.contains(w),
+                "part of the {what} ({w}) is in the digest: {text}"
+            );
+        }
+    }
+    assert!(!text.contains("ghp_") && !text.contains("AKIA"), "{text}");
+    // Every marker is whole.
+    for (i, _) in text.match_indices("[REDACTED") {
+        assert!(text[i..].contains(']'), "{text}");
+        let end = i + text[i..].find(']').unwrap();
+        assert!(!text[i..end].contains('…'), "{text}");
+    }
+    drop(dir);
+}
+
+/// `--diff` names records by uuid and type and files by name: a secret there (an AWS key id
+/// as a uuid passes for a field name; a token as a file name) is shown redacted, in the text
+/// and the JSON preview alike.
+#[test]
+fn diff_shows_no_secret_in_a_uuid_or_file_name() {
+    let key = aws_key_id(11);
+    let token = github_token(13);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(format!("{token}.jsonl"));
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": key, "parentUuid": null, "sessionId": "s",
+            "message": {"role": "user", "content": format!("my key {key}")}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": key, "sessionId": "s",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}),
+    ];
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&file, text).unwrap();
+    for args in [&["redact", "--diff"][..], &["redact", "--diff=json"][..]] {
+        let out = cchist().args(args).arg(&file).output().unwrap();
+        crate::common::assert_code(&out, 0);
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(shown.contains("changed"), "{args:?}: {shown}");
+        assert!(
+            !shown.contains(&key) && !shown.contains(&token),
+            "{args:?}: a secret is in the preview: {shown}"
+        );
+    }
+}
+
+/// A config root (`CLAUDE_CONFIG_DIR`) with one project folder; commands run against it.
+struct Root {
+    dir: tempfile::TempDir,
+    proj: std::path::PathBuf,
+}
+
+impl Root {
+    fn new() -> Root {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = dir.path().join("projects/-home-dev-app");
+        std::fs::create_dir_all(&proj).unwrap();
+        Root { dir, proj }
+    }
+
+    fn cchist(&self) -> std::process::Command {
+        let mut c = cchist();
+        c.env("CLAUDE_CONFIG_DIR", self.dir.path())
+            .env("HOME", self.dir.path())
+            .current_dir(self.dir.path());
+        c
+    }
+
+    /// The session `id` holding `prompts`, written a while ago (not live).
+    fn session(&self, id: &str, prompts: &[String]) -> std::path::PathBuf {
+        let f = self.proj.join(format!("{id}.jsonl"));
+        std::fs::write(&f, session(prompts, "done")).unwrap();
+        crate::common::age(&f, 3600);
+        f
+    }
+}
+
+/// Every 8-character window of `secret` absent from `text`.
+fn no_part_of(secret: &str, text: &str, what: &str) {
+    for w in secret.as_bytes().windows(8) {
+        let w = std::str::from_utf8(w).unwrap();
+        assert!(
+            !text.contains(w),
+            "{what} holds part of a secret ({w}): {text}"
+        );
+    }
+}
+
+/// A failing summary command's error output (it read the transcript, so it may quote it) is
+/// logged, printed and shown by `hook status` only redacted; `check --all` scans the hook
+/// log, so one written by an older cchist, secret and all, is reported.
+#[test]
+fn hook_log_and_status_hold_no_secret_of_a_failing_command_and_check_all_scans_the_log() {
+    let r = Root::new();
+    let token = github_token(17);
+    let f = r.session(
+        "s1",
+        &[
+            format!("deploy with {token} now"),
+            "step two".into(),
+            "step three".into(),
+        ],
+    );
+    let pipeline = r.dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\ncommand = \"sed -n 1p >&2; exit 3\"\n",
+    )
+    .unwrap();
+    let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": "SessionEnd"});
+    let out = {
+        use std::io::Write;
+        let mut child = r
+            .cchist()
+            .arg("hook")
+            .arg("--pipeline")
+            .arg(&pipeline)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    crate::common::assert_code(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exit status: 3"), "{err}");
+    assert!(
+        err.contains("[REDACTED:github-pat]"),
+        "the quoted output is kept, redacted: {err}"
+    );
+    no_part_of(&token, &err, "the hook's stderr");
+    let log_file = r.dir.path().join("cchist/hook.log");
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    assert!(log.contains("failed"), "{log}");
+    no_part_of(&token, &log, "hook.log");
+    let status = crate::common::ok(r.cchist().args(["hook", "status"]));
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(shown.contains("exit status: 3"), "{shown}");
+    no_part_of(&token, &shown, "hook status");
+    // A log an older cchist wrote: the secret verbatim, in the rotated file.
+    let old = serde_json::json!({"time": "2026-01-01T00:00:00Z", "event": "SessionEnd", "session": "s0",
+        "outcome": "failed", "detail": format!("summary command failed: deploy with {token}"), "ms": 1});
+    std::fs::write(
+        r.dir.path().join("cchist/hook.log.1"),
+        old.to_string() + "\n",
+    )
+    .unwrap();
+    let status = crate::common::ok(r.cchist().args(["hook", "status"]));
+    no_part_of(
+        &token,
+        &String::from_utf8_lossy(&status.stdout),
+        "hook status",
+    );
+    let out = r.cchist().args(["check", "--all"]).output().unwrap();
+    crate::common::assert_code(&out, 1);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("hook.log.1"), "{report}");
+    assert!(report.contains("github-pat"), "{report}");
+    // The session itself is reported too (its transcript holds the token).
+    assert!(report.contains("s1.jsonl"), "{report}");
+}
+
+/// How much memory a finished child used.
+struct Peak {
+    /// `ru_maxrss` from `wait4` on its pid (bytes): exact when it exceeds the test process's
+    /// own peak, but never below it, since the child was cloned from this process and Linux
+    /// carries the old image's high-water mark over `exec` (in a full test run that is the
+    /// test binary's peak, hundreds of MiB).
+    maxrss: u64,
+    /// The last `VmHWM` read from `/proc/<pid>/status` while it ran (bytes): the high-water
+    /// mark of its own image only, short of at most the last poll interval.
+    hwm: u64,
+}
+
+/// Runs `cmd` (stdout to `out`, stderr discarded) to its end, or kills it after `limit`:
+/// its exit code and memory peak, `None` when it did not finish. `wait4` on its pid, not
+/// `getrusage(RUSAGE_CHILDREN)`, so cchist processes other tests start do not count.
+fn run_measured(
+    cmd: &mut std::process::Command,
+    out: std::fs::File,
+    limit: std::time::Duration,
+) -> Option<(i32, Peak)> {
+    // Reaped by `wait4` below, which `Child::wait` would not let us call with a rusage.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd
+        .stdout(out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let status_file = format!("/proc/{pid}/status");
+    let start = std::time::Instant::now();
+    let mut hwm = 0u64;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            if let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                hwm = hwm.max(kb * 1024);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: plain FFI on a zeroed rusage this frame owns, for our own child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                -1
+            };
+            // ru_maxrss is in KiB on Linux.
+            let maxrss = usage.ru_maxrss as u64 * 1024;
+            return Some((code, Peak { maxrss, hwm }));
+        }
+        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > limit {
+            // SAFETY: signals and reaps our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::wait4(pid, &mut status, 0, &mut usage);
+            }
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A file of millions of blank lines (each an `invalid-json` finding) is validated in
+/// bounded memory: the first findings are listed and the rest counted, and the lines are not
+/// kept as records (5 MB took 2.5 GB and 131 s in a debug build; 40 MB, 23.7 GB).
+#[test]
+fn validate_of_millions_of_blank_lines_stays_in_bounded_memory() {
+    let lines = 5_000_000;
+    let (dir, f) = crate::common::temp_file("blank.jsonl", "\n".repeat(lines));
+    let report = dir.path().join("report.txt");
+    let got = run_measured(
+        cchist().arg("validate").arg(&f),
+        std::fs::File::create(&report).unwrap(),
+        std::time::Duration::from_secs(90),
+    );
+    let (code, peak) = got.expect("validate did not finish in 90 s");
+    assert_eq!(code, 1, "the blank lines are findings");
+    // `maxrss` bounds the peak from above; past the limit it may be this process's own peak,
+    // and then the child's `VmHWM` decides.
+    assert!(
+        peak.maxrss < 100 << 20 || (peak.hwm > 0 && peak.hwm < 100 << 20),
+        "validate of {lines} blank lines peaked at {} MiB (maxrss {} MiB)",
+        peak.hwm >> 20,
+        peak.maxrss >> 20
+    );
+    let text = std::fs::read_to_string(&report).unwrap();
+    let listed = text.lines().filter(|l| l.contains("invalid-json")).count();
+    assert!(
+        (2..=50).contains(&listed),
+        "{listed} findings listed:\n{text}"
+    );
+    assert!(
+        text.contains(&format!("blank.jsonl:{lines}:")) && text.contains("more"),
+        "the rest are counted, on the last line: {text}"
+    );
+}
+
+/// Copies beside a session keep its secrets after it is redacted: what `--backup=SUFFIX`
+/// wrote (`.bak`, `~`, `-orig`) and what a forced undo replaced. `check --all`, `check` on
+/// the folder or the session find them and say they are backups; `backups list` lists them
+/// (`undo --list`, what undo restores, does not); `backups prune` leaves the suffix copies.
+#[test]
+fn check_and_backups_list_see_every_copy_beside_a_session() {
+    let r = Root::new();
+    let token = github_token(23);
+    let f = r.session("s1", &[format!("use {token}"), "next".into()]);
+    crate::common::ok(r.cchist().args(["redact", "-i", "--backup=.bak"]).arg(&f));
+    let original = std::fs::read(r.proj.join("s1.jsonl.bak")).unwrap();
+    assert!(String::from_utf8_lossy(&original).contains(&token));
+    let names = [
+        "s1.jsonl.bak",
+        "s1.jsonl~",
+        "s1.jsonl-orig",
+        "s1.jsonl.cchist-undone.20260101T000000000Z",
+    ];
+    for n in &names[1..] {
+        std::fs::write(r.proj.join(n), &original).unwrap();
+    }
+    for args in [
+        vec!["check".to_string(), "--all".into()],
+        vec!["check".to_string(), r.proj.display().to_string()],
+        vec!["check".to_string(), f.display().to_string()],
+    ] {
+        let out = r.cchist().args(&args).output().unwrap();
+        crate::common::assert_code(&out, 1);
+        let report = String::from_utf8_lossy(&out.stdout);
+        for n in names {
+            assert!(report.contains(n), "{args:?}: {n} not reported: {report}");
+        }
+        assert!(
+            !report.lines().any(|l| l.contains("s1.jsonl:")),
+            "{args:?}: the session itself is clean: {report}"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("backups or copies"), "{args:?}: {err}");
+        no_part_of(&token, &(report.into_owned() + &err), "the report");
+    }
+    let out = r
+        .cchist()
+        .args(["check", "--all", "--json"])
+        .output()
+        .unwrap();
+    crate::common::assert_code(&out, 1);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let backups = crate::common::strs(&doc["backups"]);
+    assert_eq!(backups.len(), names.len(), "{doc}");
+    assert!(
+        names.iter().all(|n| backups.iter().any(|b| b.ends_with(n))),
+        "{doc}"
+    );
+    let listed: Value = serde_json::from_slice(
+        &crate::common::ok(r.cchist().args(["backups", "list", "--json"])).stdout,
+    )
+    .unwrap();
+    let listed: Vec<(String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let name = std::path::Path::new(b["backup"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (name, b["kind"].as_str().unwrap().to_string())
+        })
+        .collect();
+    for n in names {
+        assert!(
+            listed.iter().any(|(b, _)| b == n),
+            "{n} not listed: {listed:?}"
+        );
+    }
+    assert!(listed.contains(&(names[3].to_string(), "undone".to_string())));
+    assert!(listed.contains(&(names[0].to_string(), "copy".to_string())));
+    let text = crate::common::ok(r.cchist().args(["backups", "list"]));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("(copy: "));
+    // `undo --list` shows what undo restores: none of these.
+    let undoable: Value = serde_json::from_slice(
+        &crate::common::ok(r.cchist().args(["undo", "--list", "--json"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(undoable.as_array().unwrap().len(), 0, "{undoable}");
+    // Prune removes the undone copy (cchist named it) and leaves the suffix copies.
+    let out =
+        crate::common::ok(
+            r.cchist()
+                .args(["backups", "prune", "--older-than", "2999-01-01"]),
+        );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("removed 1 backup(s)") && err.contains("left 3"),
+        "{err}"
+    );
+    assert!(!r.proj.join(names[3]).exists());
+    assert!(names[..3].iter().all(|n| r.proj.join(n).exists()));
+}
