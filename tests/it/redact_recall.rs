@@ -195,3 +195,114 @@ fn recall_and_lookalike_precision_on_the_labeled_generator() {
         pct(kept)
     );
 }
+
+/// Where a session repeats a secret bare, with no context a rule could see (#24): the model's
+/// text and thinking, an Edit's `old_string`, a `structuredPatch` line, a Bash `echo`.
+fn echoes(secret: &str) -> Vec<Value> {
+    use serde_json::json;
+    let patch: Vec<Value> = secret
+        .split('\n')
+        .map(|l| Value::from(format!("-{l}")))
+        .collect();
+    vec![
+        json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":format!("done — {secret}")}]},"uuid":"e1"}),
+        json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"thinking","thinking":format!("keep {secret} out of git"),"signature":"c2ln"},{"type":"text","text":"ok"}]},"uuid":"e2"}),
+        json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_e3","name":"Edit","input":{"file_path":"/p/a.py","old_string":format!("v = '{secret}'"),"new_string":"v = env()"}}]},"uuid":"e3"}),
+        json!({"type":"user","toolUseResult":{"filePath":"/p/a.py","structuredPatch":[{"oldStart":1,"oldLines":1,"newStart":1,"newLines":1,"lines":patch}]},"uuid":"e4"}),
+        json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_e5","name":"Bash","input":{"command":format!("echo {secret} >> /tmp/run.log")}}]},"uuid":"e5"}),
+    ]
+}
+
+/// Recall with every copy counted: each positive kind planted once in context (every
+/// position), then repeated bare in every echo position; a secret counts as gone only when no
+/// copy of it is left anywhere in the output. Look-alikes share the file, so they must stay
+/// byte-identical with every one of those values known.
+#[test]
+fn recall_with_every_copy_counted_and_lookalikes_beside_known_secrets() {
+    let mut g = Gen(0x0ec0_5eed_2024_0001);
+    let (kinds, looks, positions) = (kinds(), lookalikes(), positions());
+    let mut lines = Vec::new();
+    // (kind, secret, the lines holding a copy)
+    let mut cases: Vec<(usize, String, Vec<usize>)> = Vec::new();
+    for (ki, (_, make)) in kinds.iter().enumerate() {
+        for (pname, pos) in &positions {
+            let planted = make(&mut g);
+            if *pname == "object key" && !self_identifying(&planted.secret) {
+                continue;
+            }
+            let mut at = vec![lines.len()];
+            lines.push(pos(&planted.snippet, &planted.secret).to_string());
+            for e in echoes(&planted.secret) {
+                at.push(lines.len());
+                lines.push(e.to_string());
+            }
+            cases.push((ki, planted.secret, at));
+        }
+    }
+    let mut look_lines = Vec::new();
+    for (_, make) in &looks {
+        for (pname, pos) in &positions {
+            if *pname == "object key" {
+                continue;
+            }
+            look_lines.push(lines.len());
+            lines.push(pos(&make(&mut g), "").to_string());
+        }
+    }
+    let p = pipeline();
+    let out = redact_lines(&p, &lines);
+    let mut by_kind = vec![Score::default(); kinds.len()];
+    let mut misses = Vec::new();
+    for (ki, secret, at) in &cases {
+        let gone = at.iter().all(|&i| {
+            let v: Value = serde_json::from_str(&out[i]).expect("output lines are valid JSON");
+            let mut text = String::new();
+            visible_text(&v, &mut text);
+            // A key block's BEGIN/END lines are markers, not key material: only its body counts.
+            let body: String = secret
+                .split('\n')
+                .filter(|l| !l.starts_with("-----"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let secret = if body.is_empty() {
+                secret.as_str()
+            } else {
+                body.as_str()
+            };
+            !leaks(&text, secret) && !leaks(&out[i], secret)
+        });
+        by_kind[*ki].n += 1;
+        by_kind[*ki].ok += usize::from(gone);
+        if !gone {
+            misses.push(kinds[*ki].0);
+        }
+    }
+    let kept = look_lines.iter().filter(|&&i| lines[i] == out[i]).count();
+    print_table(
+        "positive kind, every copy",
+        "gone",
+        kinds.iter().map(|k| k.0),
+        &by_kind,
+    );
+    let total = by_kind.iter().fold(Score::default(), |a, s| Score {
+        n: a.n + s.n,
+        ok: a.ok + s.ok,
+    });
+    let kept_pct = 100.0 * kept as f64 / look_lines.len().max(1) as f64;
+    println!(
+        "\nevery copy counted: {:.2}% gone ({} / {}), look-alikes kept {kept_pct:.2}% ({kept} / {})",
+        pct(total),
+        total.ok,
+        total.n,
+        look_lines.len()
+    );
+    for m in misses.iter().take(40) {
+        println!("missed: {m}");
+    }
+    assert!(
+        pct(total) >= 99.0,
+        "every copy counted: {:.2}% < 99%",
+        pct(total)
+    );
+    assert!(kept_pct >= 99.5, "look-alikes kept {kept_pct:.2}% < 99.5%");
+}

@@ -70,6 +70,16 @@ impl Known {
         {
             return;
         }
+        // A block (a private key) is also repeated a line at a time (a patch's `-` lines, a
+        // Read of part of the file): each long line of it is known too.
+        if value.contains(&b'\n') {
+            for l in value.split(|&b| b == b'\n') {
+                let l = l.trim_ascii();
+                if l.len() >= 16 && !l.starts_with(b"-----") {
+                    self.add(l, secret.clone());
+                }
+            }
+        }
         match self.map.get_mut(value) {
             Some(old) if *old <= secret => {}
             Some(old) => *old = secret,

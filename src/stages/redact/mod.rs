@@ -427,7 +427,9 @@ impl Redact {
         let mut values = Vec::new();
         collect_secret_files(&v, None, &mut values);
         let r = &self.redactor;
-        for value in values {
+        // A value that stands for a secret without being one (`changeme`, `${TOKEN}`, AWS's
+        // documented example keys) is no more a secret in a `.env` than anywhere else.
+        for value in values.into_iter().filter(|v| !checks::placeholder(v)) {
             cx.known.add(
                 &value,
                 known::KnownSecret {
