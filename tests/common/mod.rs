@@ -57,6 +57,26 @@ pub fn note(msg: &str) {
     let _ = writeln!(std::io::stderr().lock(), "note: {msg}");
 }
 
+/// Whether this run is under CI (`CI` is `true` or `1`), where a test must not pass by
+/// skipping.
+pub fn under_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true") | Ok("1"))
+}
+
+/// A test that cannot run here (a tool, a privilege or a binary is missing) calls this before
+/// returning: under CI ([`under_ci`]) it panics with `why`, so the suite cannot pass vacuously;
+/// elsewhere it says on stderr that the test skipped.
+#[track_caller]
+pub fn skip_or_fail(why: &str) {
+    if under_ci() {
+        panic!("CI is set, so this test may not skip: {why}");
+    }
+    note(&format!(
+        "SKIPPED {}: {why}",
+        std::thread::current().name().unwrap_or("test")
+    ));
+}
+
 /// The repository root.
 pub fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -33,11 +33,9 @@ fn multitool() -> Option<PathBuf> {
         let _ = std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755));
         return Some(bin);
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "CI=true but the SARIF Multitool is not installed (npm install @microsoft/sarif-multitool@5.7.0)"
+    crate::common::skip_or_fail(
+        "the SARIF Multitool is not installed (npm install @microsoft/sarif-multitool@5.7.0)",
     );
-    eprintln!("skipping SARIF schema validation: the SARIF Multitool is not installed");
     None
 }
 

@@ -412,7 +412,7 @@ fn hard_linked_files_are_refused_unless_asked() {
 #[test]
 fn in_place_keeps_the_owner_or_refuses() {
     if unsafe { libc::geteuid() } != 0 || which("setpriv").is_none() {
-        eprintln!("skipped: needs root and setpriv to act as another user");
+        crate::common::skip_or_fail("needs root and setpriv to act as another user");
         return;
     }
     let d = tempfile::tempdir().unwrap();

@@ -215,22 +215,50 @@ fn clear_errors_exit_2() {
 
 #[test]
 fn unreadable_directory_is_a_clear_error() {
-    if unsafe { libc::geteuid() } == 0 {
-        // root reads everything; the permission check cannot be exercised
+    // root reads everything: as root, cchist runs as `nobody` (setpriv) so the check applies.
+    let as_nobody = unsafe { libc::geteuid() } == 0;
+    let setpriv = std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if as_nobody && !setpriv {
+        crate::common::skip_or_fail(
+            "running as root and setpriv is missing; root reads a directory with mode 000",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // `nobody` must reach the pipeline and the locked folder's parent, not the folder.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pipeline = dir.path().join("identity.toml");
+    std::fs::copy(identity(), &pipeline).unwrap();
+    std::fs::set_permissions(&pipeline, std::fs::Permissions::from_mode(0o644)).unwrap();
     let d = dir.path().join("locked");
     std::fs::create_dir(&d).unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let out = cchist()
+    let mut cmd = if as_nobody {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(crate::common::bin());
+        c
+    } else {
+        std::process::Command::new(crate::common::bin())
+    };
+    let out = cmd
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
         .args(["run", "-p"])
-        .arg(identity())
+        .arg(&pipeline)
         .arg(&d)
         .output()
         .unwrap();
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn run_identity(input: &[u8]) -> Vec<u8> {

@@ -36,4 +36,5 @@ mod sessions;
 mod stdin_session;
 mod steps_props;
 mod summarize;
+mod test_tree;
 mod validate;

@@ -213,7 +213,7 @@ fn append_in_the_rename_window_is_carried_over() {
         .status()
         .is_ok_and(|s| s.success());
     if !traced {
-        eprintln!("SKIPPED append_in_the_rename_window: strace is missing or cannot trace here");
+        crate::common::skip_or_fail("strace is missing or cannot trace here");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

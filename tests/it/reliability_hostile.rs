@@ -603,7 +603,9 @@ fn unreadable_files_are_errors_not_panics() {
     if is_root() {
         let setpriv = Command::new("setpriv").arg("--version").output();
         if setpriv.is_err() {
-            eprintln!("SKIPPED unreadable_files: running as root and setpriv is missing; chmod 000 does not stop root");
+            crate::common::skip_or_fail(
+                "running as root and setpriv is missing; chmod 000 does not stop root",
+            );
             return;
         }
         // nobody must reach the files: open the folders, give the readable file to nobody.
@@ -725,7 +727,7 @@ fn full_disk_leaves_the_original_intact() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !mounted {
-        eprintln!("SKIPPED ENOSPC sub-case: cannot mount a tmpfs here");
+        crate::common::skip_or_fail("ENOSPC sub-case: cannot mount a tmpfs here");
         return;
     }
     struct Unmount(PathBuf);
