@@ -406,19 +406,24 @@ impl Redact {
     /// where no rule would match their later repeats. Only lines naming a file path
     /// (`file_path` / `filePath`) and such a file are parsed.
     fn secret_files(&self, raw: &[u8], cx: &mut Cx) {
-        if memchr::memmem::find(raw, b"ath\":").is_none() {
-            return;
-        }
-        const NAMES: [&[u8]; 7] = [
-            b".env",
-            b"credentials",
-            b"secrets.",
-            b"config.",
-            b".pem",
-            b".netrc",
-            b".pgpass",
-        ];
-        if !NAMES.iter().any(|n| memchr::memmem::find(raw, n).is_some()) {
+        // One search per line (`ath":` ends both `"file_path":` and `"filePath":`), then only
+        // the path strings that follow it are looked at: a record is parsed only when one names
+        // a secret file.
+        static FIND: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+            std::sync::OnceLock::new();
+        let finder = FIND.get_or_init(|| memchr::memmem::Finder::new(b"ath\":"));
+        let names_secret_file = finder.find_iter(raw).any(|at| {
+            let rest = &raw[at + 5..];
+            let rest = rest.trim_ascii_start();
+            let Some(rest) = rest.strip_prefix(b"\"") else {
+                return false;
+            };
+            let end = memchr::memchr(b'"', rest).unwrap_or(rest.len());
+            let path = &rest[..end];
+            let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+            known::is_secret_file(&String::from_utf8_lossy(base))
+        });
+        if !names_secret_file {
             return;
         }
         let Ok(v) = crate::transcript::record::parse_value(raw) else {
