@@ -607,7 +607,8 @@ impl Pipeline {
         if pass != Secrets::Ignores {
             // Up to KNOWN_BUFFER bytes, the same output as the same bytes in a file: every
             // occurrence of a secret found anywhere in them is replaced.
-            let mut head = Vec::new();
+            // Sized once: grown by doubling, the buffer would hold up to twice the bound.
+            let mut head = Vec::with_capacity(KNOWN_BUFFER + 1);
             (&mut reader)
                 .take(KNOWN_BUFFER as u64 + 1)
                 .read_to_end(&mut head)

@@ -25,7 +25,7 @@ pub const MIN_LEN: usize = 5;
 /// Shorter values are propagated only as whole tokens.
 pub const TOKEN_LEN: usize = 10;
 /// Values with less Shannon entropy (bits per byte) are propagated only as whole tokens.
-pub const TOKEN_ENTROPY: f64 = 3.0;
+pub const TOKEN_ENTROPY: f32 = 3.0;
 
 /// The rule id of a value the user declared secret (`--known-values`, `known_values`) or the
 /// session showed to be secret (a `.env` file it read).
@@ -278,28 +278,11 @@ pub fn reach(value: &[u8]) -> Option<Reach> {
     }
     let word = value.iter().all(u8::is_ascii_alphabetic);
     let digits = value.iter().all(u8::is_ascii_digit);
-    if value.len() < TOKEN_LEN || word || digits || entropy(value) < TOKEN_ENTROPY {
+    if value.len() < TOKEN_LEN || word || digits || super::checks::entropy(value) < TOKEN_ENTROPY {
         Some(Reach::WholeToken)
     } else {
         Some(Reach::Anywhere)
     }
-}
-
-/// Shannon entropy of `b` in bits per byte.
-fn entropy(b: &[u8]) -> f64 {
-    let mut counts = [0u32; 256];
-    for &c in b {
-        counts[c as usize] += 1;
-    }
-    let n = b.len() as f64;
-    counts
-        .iter()
-        .filter(|&&c| c > 0)
-        .map(|&c| {
-            let p = c as f64 / n;
-            -p * p.log2()
-        })
-        .sum()
 }
 
 /// The forms a value takes in decoded text: itself, JSON-escaped (inside stringified JSON),
