@@ -15,7 +15,7 @@ use crate::stages::redact::known::Known;
 use crate::stages::redact::{json, remove_thinking};
 use crate::stages::{Cx, Scope, Secrets, Stage, StageStats, Verdict};
 use crate::transcript::record::{check_json, describe_invalid, Record};
-use crate::transcript::session::{FastMap, Session};
+use crate::transcript::session::Session;
 
 /// How much of a stream (stdin) a pipeline that finds secrets reads before it writes: a
 /// stream up to this size gives exactly the output of the same bytes as a file (every
@@ -769,8 +769,9 @@ impl Pipeline {
         // Records get increasing ids in input order (and a record a stage adds a greater one),
         // so an opaque line is anchored by the id of the record before it, and the original
         // order of the records needs no list of its own.
-        let mut records = Vec::with_capacity(line_count_estimate(data));
-        let mut opaque: Vec<(Option<u64>, Record<'_>)> = Vec::new();
+        let (n_records, n_others) = line_count_estimate(data);
+        let mut records = Vec::with_capacity(n_records);
+        let mut opaque: Vec<(Option<u64>, Record<'_>)> = Vec::with_capacity(n_others);
         let mut partial_tail: Option<Record<'_>> = None;
         for l in framing::lines(data, 1) {
             let rec = Record::from_line(l);
@@ -847,7 +848,10 @@ impl Pipeline {
         // Re-anchor opaque lines whose record was removed to the nearest earlier survivor.
         // One pass over the original order gives each record its nearest survivor at or before
         // it (walking back per opaque line was quadratic after a long run of dropped records).
-        let mut after: FastMap<Option<u64>, Vec<Record<'_>>> = FastMap::default();
+        // The lines stay where they are, in input order: re-anchoring is monotone, so they
+        // stay sorted by anchor (`None` first), and each record's lines are found by binary
+        // search — no second copy of them (a file of blank lines cost a record three times).
+        let mut opaque = opaque;
         if !opaque.is_empty() {
             // The input records still there, in input order.
             let mut alive: Vec<u64> = session
@@ -857,14 +861,18 @@ impl Pipeline {
                 .filter(|&id| id <= last_input_id)
                 .collect();
             alive.sort_unstable();
-            for (anchor, rec) in opaque {
-                let a = anchor.and_then(|id| {
+            for (anchor, _) in opaque.iter_mut() {
+                *anchor = anchor.and_then(|id| {
                     let k = alive.partition_point(|&x| x <= id);
                     k.checked_sub(1).map(|k| alive[k])
                 });
-                after.entry(a).or_default().push(rec);
             }
         }
+        let lines_after = |a: Option<u64>| {
+            let lo = opaque.partition_point(|(x, _)| *x < a);
+            let hi = opaque.partition_point(|(x, _)| *x <= a);
+            lo..hi
+        };
         // A record without a newline (the input's unterminated last line) that is no longer
         // last gets one, so the next record starts a line of its own.
         let mut open_line = false;
@@ -878,13 +886,15 @@ impl Pipeline {
             open_line = rec.term == framing::Term::None;
             self.put(out, rec, cx, report)
         };
-        for rec in after.remove(&None).unwrap_or_default() {
-            emit(&rec, out, report)?;
+        for (_, rec) in &opaque[lines_after(None)] {
+            emit(rec, out, report)?;
         }
         for rec in &session.records {
             emit(rec, out, report)?;
-            for o in after.remove(&Some(rec.id())).unwrap_or_default() {
-                emit(&o, out, report)?;
+            if !opaque.is_empty() {
+                for (_, o) in &opaque[lines_after(Some(rec.id()))] {
+                    emit(o, out, report)?;
+                }
             }
         }
         if let Some(rec) = partial_tail {
@@ -894,21 +904,31 @@ impl Pipeline {
     }
 }
 
-/// How many lines `data` holds, for reserving the records: counted exactly when lines are
-/// short (there the records are most of the memory, and growing the vector by doubling would
-/// hold up to twice what is needed), estimated from the first 64 KiB otherwise (a record is
-/// then small next to its line, and counting would cost a pass over the input).
-fn line_count_estimate(data: &[u8]) -> usize {
+/// How many lines of `data` start an object (records) and how many do not, for reserving
+/// both lists: counted exactly when lines are short (there the records are most of the memory,
+/// and growing a vector by doubling would hold up to twice what is needed), estimated from the
+/// first 64 KiB otherwise (a record is then small next to its line, and counting would cost a
+/// pass over the input). Blank or invalid lines never become records: reserving a record for
+/// each was most of what a file of blank lines cost.
+fn line_count_estimate(data: &[u8]) -> (usize, usize) {
     const SAMPLE: usize = 64 << 10;
+    let exact = |d: &[u8]| {
+        let (mut objects, mut lines) = (usize::from(d.first() == Some(&b'{')), 1);
+        for p in memchr::memchr_iter(b'\n', d) {
+            lines += 1;
+            objects += usize::from(d.get(p + 1) == Some(&b'{'));
+        }
+        (objects + 1, lines - objects)
+    };
     if data.len() <= SAMPLE {
-        return memchr::memchr_iter(b'\n', data).count() + 1;
+        return exact(data);
     }
     let in_sample = memchr::memchr_iter(b'\n', &data[..SAMPLE]).count();
     if in_sample * 512 > SAMPLE {
         // Lines average under 512 bytes.
-        return memchr::memchr_iter(b'\n', data).count() + 1;
+        return exact(data);
     }
-    (data.len() / SAMPLE + 1) * (in_sample + 1)
+    ((data.len() / SAMPLE + 1) * (in_sample + 1), 0)
 }
 
 /// `(id, edits)` of every record before a stage ran, sorted by id: what the stage's
@@ -1037,9 +1057,11 @@ mod tests {
     #[test]
     fn short_lines_are_counted_exactly() {
         let tiny = b"{}\n".repeat(100_000);
-        assert_eq!(line_count_estimate(&tiny), 100_001);
+        assert_eq!(line_count_estimate(&tiny).0, 100_001);
+        // Blank lines are no records: none is reserved for them.
+        assert_eq!(line_count_estimate(&b"\n".repeat(100_000)), (1, 100_001));
         let long = [vec![b'x'; 4000], b"\n".to_vec()].concat().repeat(100);
-        let n = line_count_estimate(&long);
+        let n = line_count_estimate(&long).0;
         assert!((100..=200).contains(&n), "{n}");
     }
 }
