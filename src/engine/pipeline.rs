@@ -334,7 +334,13 @@ impl Pipeline {
                 let mut uuid = None;
                 for e in &el.echoes {
                     let k = echoes.secret(e.secret);
-                    let path = e.path.as_deref().map(json::render);
+                    // A path through a key that was itself a secret names it redacted.
+                    let path = e.path.as_deref().map(json::render).map(|p| {
+                        match echoes.text(p.as_bytes()) {
+                            Some((new, _)) => String::from_utf8_lossy(&new).into_owned(),
+                            None => p,
+                        }
+                    });
                     let fp = (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone());
                     if seen.contains(&(l.number, path.clone(), fp.clone())) {
                         continue;

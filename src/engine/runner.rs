@@ -110,6 +110,21 @@ pub fn known_of_files(pipeline: &Pipeline, paths: &[&Path]) -> Known {
     all
 }
 
+/// The transcript of the session a file belongs to: any file at any depth under
+/// `<project>/<id>/` (a sub-agent's backup, a nested companion) belongs to `<project>/<id>.jsonl`;
+/// otherwise as [`crate::claude::layout::owning_session_of`] says.
+fn session_of(path: &Path) -> PathBuf {
+    for dir in path.ancestors().skip(1).take(4) {
+        if dir.file_name().is_some() {
+            let main = dir.with_extension("jsonl");
+            if main != path && main.is_file() {
+                return main;
+            }
+        }
+    }
+    crate::claude::layout::owning_session_of(path).path
+}
+
 /// For each input, the secrets of the other inputs of its session (or project, as
 /// `propagate` says). The union does not depend on the order of the inputs or on how many
 /// run at once, so neither does the output. A file alone in its group gets none: its own
@@ -128,7 +143,7 @@ fn seeds(
     let mut groups: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
     for (i, inp) in inputs.iter().enumerate() {
         if let Input::File { path, .. } = inp {
-            let main = crate::claude::layout::owning_session_of(path).path;
+            let main = session_of(path);
             let key = match propagate {
                 Propagate::Session => main,
                 Propagate::Project => main.parent().map(Path::to_path_buf).unwrap_or(main),

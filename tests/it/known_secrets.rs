@@ -454,3 +454,103 @@ fn a_token_alone_on_a_line_is_redacted() {
         assert!(!text.contains(&key), "{line:?} -> {text:?}");
     }
 }
+
+fn redact_with(args: &[&str], input: &str) -> (String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    std::fs::write(&f, input).unwrap();
+    let out = cchist().args(args).arg(&f).output().unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_secret_used_as_a_key_is_not_named_in_an_echo_path() {
+    let pw = ["Pw9x", "Qz7L", "mK3v", "R8tY"].concat();
+    let input = user("u1", None, json!(format!("connect with postgres://admin:{pw}@db.example.org/app")))
+        + &json!({"type": "assistant", "uuid": "a1", "extra": {pw.clone(): {"note": format!("pw {pw}")}}})
+            .to_string()
+        + "\n";
+    let (out, err) = redact_with(&["check", "--format", "json"], &input);
+    assert!(out.contains("\"kind\": \"echo\""), "{out}");
+    assert!(!out.contains(&pw) && !err.contains(&pw), "{out}{err}");
+}
+
+#[test]
+fn words_and_numbers_of_a_secret_file_are_not_secrets() {
+    let env =
+        "AUTH_PROVIDER=github\nTOKEN_TTL=3600000\nKEY_FORMAT=markdown\nPASSWORD_POLICY=strong\n";
+    let token = ["ghp_", "Zq8xLm3kvR7pW2xY9kT4", "abcdEFGH12345678"].concat();
+    let input = user("u1", None, json!([{"type": "tool_result", "tool_use_id": "t1", "content": env}]))
+        .replace(
+            "\"sessionId\"",
+            &format!(
+                "\"toolUseResult\":{{\"type\":\"text\",\"file\":{{\"filePath\":\"/p/.env\",\"content\":{}}}}},\"sessionId\"",
+                serde_json::to_string(env).unwrap()
+            ),
+        )
+        + &assistant(
+            "a1",
+            "u1",
+            json!([{"type": "text", "text": format!("Clone https://github.com/acme/app as markdown, a strong cache of 3600000 ms; {token}")}]),
+        );
+    let (out, _) = redact_with(&["redact"], &input);
+    assert!(
+        out.contains("Clone https://github.com/acme/app as markdown, a strong cache of 3600000 ms; [REDACTED:github-pat]"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_known_value_alone_on_its_line_is_taken_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("kv");
+    let b64 = ["dGhpc2lz", "bXlzZWNy", "ZXQ9PQ=="].concat();
+    std::fs::write(&kv, format!("{b64}\n")).unwrap();
+    let (out, _) = redact_with(
+        &["redact", "--known-values", kv.to_str().unwrap()],
+        &user("u1", None, json!(format!("auth {b64} here"))),
+    );
+    assert!(!out.contains(&b64), "{out}");
+}
+
+#[test]
+fn values_with_quotes_or_backslashes_are_found_in_stringified_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("kv");
+    let (a, b) = (
+        ["Ab\"Zq8x", "Lm3kvR7pW2"].concat(),
+        ["Cd\\Qm7v", "X2pL9kR4tZ8"].concat(),
+    );
+    std::fs::write(&kv, format!("{a}\n{b}\n")).unwrap();
+    let inner = json!({"pw": a, "p2": b}).to_string();
+    let input = json!({"type": "user", "uuid": "u1", "toolUseResult": inner}).to_string() + "\n";
+    let (out, _) = redact_with(&["redact", "--known-values", kv.to_str().unwrap()], &input);
+    assert!(
+        !out.contains("Zq8xLm3") && !out.contains("Qm7vX2p"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_sub_agent_backup_and_a_nested_companion_share_the_session_s_secrets() {
+    let s = Sandbox::new();
+    let comp = s.project.join(ID);
+    let v = secret();
+    std::fs::write(
+        comp.join("subagents/agent-a1.jsonl.cchist-bak.20260401T100000Z"),
+        user("s1", None, json!(format!("the key is {v}"))),
+    )
+    .unwrap();
+    std::fs::create_dir_all(comp.join("other/deep")).unwrap();
+    std::fs::write(comp.join("other/deep/y.txt"), format!("saw {v}\n")).unwrap();
+    s.ok(&[
+        "redact",
+        "--in-place",
+        "--force",
+        s.main().to_str().unwrap(),
+    ]);
+    assert_eq!(s.holding_secret(), Vec::<String>::new());
+}

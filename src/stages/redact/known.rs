@@ -101,12 +101,13 @@ impl Known {
         let mut pats: Vec<Vec<u8>> = Vec::new();
         let mut meta: Vec<(usize, Reach)> = Vec::new();
         let mut secrets = Vec::new();
+        let mut seen: std::collections::HashSet<Vec<u8>> = Default::default();
         for (v, s) in &self.map {
             let Some(r) = reach(&v.0) else { continue };
             let idx = secrets.len();
             secrets.push(s.clone());
             for form in forms(&v.0) {
-                if !pats.contains(&form) {
+                if seen.insert(form.clone()) {
                     pats.push(form);
                     meta.push((idx, r));
                 }
@@ -137,12 +138,33 @@ pub fn values_of_file(text: &[u8]) -> Vec<Vec<u8>> {
         if line.is_empty() || line.starts_with(b"#") {
             continue;
         }
-        let v = assignment_value(line).unwrap_or(line);
+        let v = dotenv_value(line).unwrap_or(line);
         if !v.is_empty() {
             out.push(v.to_vec());
         }
     }
     out
+}
+
+/// The value of a dotenv line `KEY=value` / `export KEY="value"` (quotes removed): a key that
+/// is an identifier and a value that does not start with `=`. None otherwise, so that a value
+/// given alone on its line (`dGhpc…PQ==`, `user:pass`) is taken whole.
+fn dotenv_value(line: &[u8]) -> Option<&[u8]> {
+    let l = line
+        .strip_prefix(b"export ")
+        .unwrap_or(line)
+        .trim_ascii_start();
+    let eq = l.iter().position(|&c| c == b'=')?;
+    let key = l[..eq].trim_ascii();
+    let ident = key
+        .first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        && key.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_');
+    let rest = l[eq + 1..].trim_ascii();
+    if !ident || rest.is_empty() || rest.starts_with(b"=") {
+        return None;
+    }
+    assignment_value(l)
 }
 
 /// The value of `KEY=value` / `export KEY="value"` / `KEY: value` (quotes removed); None
@@ -186,18 +208,28 @@ pub fn is_secret_file(name: &str) -> bool {
 /// A key that names a secret (`DB_PASSWORD`, `api_key`, `authToken`, `client-secret`).
 fn secret_key(key: &[u8]) -> bool {
     let k = key.to_ascii_lowercase();
+    // A word of the key, not part of one (`author`, `keywords`, `passage` name no secret).
     [
-        &b"pass"[..],
+        &b"password"[..],
+        b"passwd",
+        b"pass",
         b"pwd",
         b"secret",
         b"token",
+        b"apikey",
+        b"api_key",
         b"key",
-        b"auth",
         b"credential",
-        b"private",
+        b"credentials",
     ]
     .iter()
-    .any(|w| memchr::memmem::find(&k, w).is_some())
+    .any(|w| {
+        memchr::memmem::find_iter(&k, w).any(|at| {
+            let end = at + w.len();
+            let starts = at == 0 || !k[at - 1].is_ascii_alphabetic();
+            starts && (end == k.len() || !k[end].is_ascii_alphabetic())
+        })
+    })
 }
 
 /// The secret values in the content of file `name` as a session shows it (a Read's output
@@ -254,7 +286,10 @@ pub fn values_in_secret_file(name: &str, content: &[u8]) -> Vec<Vec<u8>> {
         if v.is_empty() {
             continue;
         }
-        if secret_key(key) || (any_random && reach(v) == Some(Reach::Anywhere)) {
+        // Only values random enough to be propagated anywhere: a word or a number of such a
+        // file (`github`, `3600000`) is no secret, and replacing it everywhere would wreck
+        // the session.
+        if reach(v) == Some(Reach::Anywhere) && (secret_key(key) || any_random) {
             out.push(v.to_vec());
         }
     }
@@ -292,7 +327,11 @@ fn forms(v: &[u8]) -> Vec<Vec<u8>> {
     let mut enc = Vec::new();
     json::encode(v, &mut enc);
     if enc != v {
+        // And escaped twice: how a raw line shows it inside stringified JSON.
+        let mut enc2 = Vec::new();
+        json::encode(&enc, &mut enc2);
         out.push(enc);
+        out.push(enc2);
     }
     if v.contains(&b'/') {
         let mut s = Vec::with_capacity(v.len() + 4);
@@ -305,6 +344,16 @@ fn forms(v: &[u8]) -> Vec<Vec<u8>> {
         out.push(s);
     }
     out
+}
+
+/// The spans of the placeholders (`[REDACTED…]`) in `text`.
+fn placeholders(text: &[u8]) -> Vec<(usize, usize)> {
+    memchr::memmem::find_iter(text, b"[REDACTED")
+        .map(|a| {
+            let end = memchr::memchr(b']', &text[a..]).map_or(text.len(), |e| a + e + 1);
+            (a, end)
+        })
+        .collect()
 }
 
 /// [`Echoes`]' pattern index of an escape (`\u`, `\/`) rather than a secret.
@@ -350,12 +399,18 @@ impl Echoes {
         &self.secrets[i]
     }
 
-    /// The occurrences in `text` the guard lets through: (start, end, secret).
+    /// The occurrences in `text` the guard lets through: (start, end, secret). Never one
+    /// inside a placeholder (`[REDACTED:github-pat]` holds the word `github`).
     fn find(&self, text: &[u8]) -> Vec<(usize, usize, usize)> {
         let mut out = Vec::new();
+        let mut marks: Option<Vec<(usize, usize)>> = None;
         for m in self.ac.find_iter(text) {
             let (idx, r) = self.meta[m.pattern().as_usize()];
             if idx == ESCAPE {
+                continue;
+            }
+            let marks = marks.get_or_insert_with(|| placeholders(text));
+            if marks.iter().any(|&(a, b)| m.start() < b && a < m.end()) {
                 continue;
             }
             if r == Reach::WholeToken {
