@@ -234,26 +234,9 @@ fn collect_companions(dir: &Path, out: &mut Vec<Member>) {
 
 /// cchist's backups of `path` (`<path>.cchist-bak.<stamp>`), oldest first.
 pub fn backups(path: &Path) -> Vec<PathBuf> {
-    let Some(dir) = path.parent() else {
-        return Vec::new();
-    };
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Vec::new();
-    };
-    let prefix = format!("{name}{BACKUP_MARK}");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with(&prefix) && !is_temp_name(&n)
-        })
-        .map(|e| e.path())
-        .collect();
-    v.sort();
-    v
+    beside(path, |name, n| {
+        n.starts_with(&format!("{name}{BACKUP_MARK}"))
+    })
 }
 
 /// The other copies of `path` beside it: every regular file whose name is `path`'s name
@@ -262,6 +245,16 @@ pub fn backups(path: &Path) -> Vec<PathBuf> {
 /// ([`backups`], which undo restores) and temp files; sorted by name. Each holds the
 /// session as it was, secrets included, so `check` scans them and `backups list` lists them.
 pub fn copies(path: &Path) -> Vec<PathBuf> {
+    beside(path, |name, n| {
+        n.len() > name.len()
+            && n.starts_with(name)
+            && !n.starts_with(&format!("{name}{BACKUP_MARK}"))
+    })
+}
+
+/// The regular files in `path`'s folder (temp files aside) whose name `keep(path's name,
+/// theirs)` accepts, sorted by name: the one walk behind [`backups`] and [`copies`].
+fn beside(path: &Path, keep: impl Fn(&str, &str) -> bool) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (
         path.parent(),
         path.file_name().map(|n| n.to_string_lossy().into_owned()),
@@ -273,7 +266,6 @@ pub fn copies(path: &Path) -> Vec<PathBuf> {
     } else {
         dir
     };
-    let undoable = format!("{name}{BACKUP_MARK}");
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -281,10 +273,7 @@ pub fn copies(path: &Path) -> Vec<PathBuf> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            n.len() > name.len()
-                && n.starts_with(&name)
-                && !n.starts_with(&undoable)
-                && !is_temp_name(&n)
+            keep(&name, &n) && !is_temp_name(&n)
         })
         .map(|e| path.with_file_name(e.file_name()))
         .collect();
