@@ -658,9 +658,15 @@ mod tests {
 
     #[test]
     fn field_paths_name_keys_never_values() {
-        let old = br#"{"parentUuid":"a","message":{"content":[{"type":"text","text":"ghp_secret"}]},"env":{"ghp_0123456789abcdefghijABCDEFGHIJ012345":"x"}}"#;
-        let new = br#"{"parentUuid":"b","message":{"content":[{"type":"text","text":"[REDACTED]"}]},"env":{"ghp_0123456789abcdefghijABCDEFGHIJ012345":"y"},"x":1}"#;
-        let f = changed_fields(old, new, false);
+        // A token-shaped key, made at run time (no token-shaped text in the source).
+        let key = ["ghp", "_0123456789abcdefghijABCDEFGHIJ012345"].concat();
+        let old = format!(
+            r#"{{"parentUuid":"a","message":{{"content":[{{"type":"text","text":"ghp_secret"}}]}},"env":{{"{key}":"x"}}}}"#
+        );
+        let new = format!(
+            r#"{{"parentUuid":"b","message":{{"content":[{{"type":"text","text":"[REDACTED]"}}]}},"env":{{"{key}":"y"}},"x":1}}"#
+        );
+        let f = changed_fields(old.as_bytes(), new.as_bytes(), false);
         assert_eq!(
             f,
             [

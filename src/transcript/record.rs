@@ -117,9 +117,7 @@ impl<'a> Record<'a> {
     /// reads bytes (redaction) must see, whatever stage edited the record before it.
     pub fn current_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
         match self.written_value() {
-            Some(v) => std::borrow::Cow::Owned(
-                serde_json::to_vec(v).expect("serializing a Value cannot fail"),
-            ),
+            Some(v) => std::borrow::Cow::Owned(crate::json::number::to_vec(v)),
             None => std::borrow::Cow::Borrowed(self.raw()),
         }
     }
@@ -287,7 +285,7 @@ impl<'a> Record<'a> {
     pub fn write_to(&self, out: &mut Vec<u8>) {
         match self.written_value() {
             Some(v) => {
-                serde_json::to_writer(&mut *out, v).expect("serializing a Value cannot fail");
+                crate::json::number::write(&mut *out, v).expect("writing to memory cannot fail");
             }
             None => out.extend_from_slice(self.raw()),
         }
@@ -299,7 +297,7 @@ impl<'a> Record<'a> {
         let body = match self.written_value() {
             Some(v) => {
                 let mut counter = ByteCounter(0);
-                serde_json::to_writer(&mut counter, v).expect("serializing a Value cannot fail");
+                crate::json::number::write(&mut counter, v).expect("counting cannot fail");
                 counter.0
             }
             None => self.raw().len() as u64,
@@ -337,8 +335,16 @@ impl std::io::Write for ByteCounter {
 /// levels; the limit keeps a hostile line from exhausting the stack when a value is dropped.
 pub const MAX_VALUE_DEPTH: usize = 1000;
 
-/// Parse a full JSON value. Lines nested deeper than [`MAX_VALUE_DEPTH`] are refused.
+/// Parse a record into a [`Value`] to edit it: written back through the record, each number
+/// keeps the text it was read with ([`crate::json::number`]). Lines nested deeper than
+/// [`MAX_VALUE_DEPTH`] are refused.
 pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
+    crate::json::number::parse(bytes, parse_plain_value)
+}
+
+/// Parse a full JSON value as serde_json reads it (numbers as `u64`/`i64`/`f64`), for reading
+/// only. Lines nested deeper than [`MAX_VALUE_DEPTH`] are refused.
+pub fn parse_plain_value(bytes: &[u8]) -> Result<Value, String> {
     let depth = max_depth(bytes);
     if depth > MAX_VALUE_DEPTH {
         return Err(format!(

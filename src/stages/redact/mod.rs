@@ -426,7 +426,7 @@ impl Redact {
         if !names_secret_file {
             return;
         }
-        let Ok(v) = crate::transcript::record::parse_value(raw) else {
+        let Ok(v) = crate::transcript::record::parse_plain_value(raw) else {
             return;
         };
         let mut values = Vec::new();

@@ -1409,3 +1409,18 @@ fn stages_with_the_same_options_share_one_redactor() {
     let c = shared_redactor("other = 1".into(), &opts).unwrap();
     assert!(!std::sync::Arc::ptr_eq(&a, &c));
 }
+
+#[test]
+fn a_curl_password_in_markdown_code_ends_at_the_backtick() {
+    // An unquoted shell word cannot hold a backtick (it starts a command substitution), and
+    // the model writes commands as inline code: the backtick closes the code, not the password.
+    let r = all_rules();
+    let pw = ["Zk8p", "W2qL"].concat();
+    let curl: Vec<_> = found(&r, &format!("run `curl -u admin:{pw}` first"))
+        .into_iter()
+        .filter(|(rule, _)| rule == "curl-user-password")
+        .collect();
+    assert_eq!(curl, [("curl-user-password".to_string(), pw)]);
+    // Documentation of the rule itself is no finding: `pass` is a placeholder word.
+    assert!(found(&r, "the password of `curl -u user:pass`).").is_empty());
+}

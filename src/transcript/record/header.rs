@@ -376,7 +376,7 @@ impl Header {
         if !v.is_object() {
             return None;
         }
-        Header::parse(&serde_json::to_vec(v).ok()?)
+        Header::parse(&crate::json::number::to_vec(v))
     }
 
     /// True for records that take part in the parent chain (they carry a `uuid`).
