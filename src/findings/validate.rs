@@ -18,10 +18,10 @@ use std::collections::{HashMap, HashSet};
 
 use crate::findings::Finding;
 use crate::io::framing::{self, Term};
+use crate::transcript::damage::Damage;
 use crate::transcript::record::describe_invalid;
 use crate::transcript::record::Kind;
 use crate::transcript::record::{check_json, Record};
-use crate::transcript::damage::Damage;
 use crate::transcript::session::Session;
 
 /// Most findings listed per line check (`invalid-json`, `not-an-object`): the rest are
@@ -155,7 +155,9 @@ fn record_finding(s: &Session<'_>, i: usize, rule: &str, message: String) -> Fin
 fn check_uuids(s: &Session<'_>, damage: &[Damage], out: &mut Vec<Finding>) {
     // Copies of replayed history are one `replayed-history` finding, not one each.
     let replayed = |i: usize| {
-        damage.iter().any(|d| matches!(d, Damage::ReplayedHistory { copies, .. } if copies.contains(&i)))
+        damage
+            .iter()
+            .any(|d| matches!(d, Damage::ReplayedHistory { copies, .. } if copies.contains(&i)))
     };
     for &i in &s.duplicate_uuids {
         if replayed(i) {

@@ -64,7 +64,11 @@ pub fn resume_reach(s: &Session<'_>) -> Reach {
     }
     for id in calls {
         for &r in s.tool_results.get(id).into_iter().flatten() {
-            if is_main_message(s, r) && s.by_uuid.get(s.header(r).and_then(|h| h.uuid()).unwrap_or("")) == Some(&r) {
+            if is_main_message(s, r)
+                && s.by_uuid
+                    .get(s.header(r).and_then(|h| h.uuid()).unwrap_or(""))
+                    == Some(&r)
+            {
                 reached.insert(r);
             }
         }
@@ -289,9 +293,12 @@ fn snapshot_collisions(s: &Session<'_>, out: &mut Vec<Damage>) {
         if let Some(u) = h.uuid() {
             let holders = std::iter::once(s.by_uuid.get(u).copied())
                 .flatten()
-                .chain(s.duplicate_uuids.iter().copied().filter(|&d| {
-                    s.header(d).and_then(|h| h.uuid()) == Some(u)
-                }))
+                .chain(
+                    s.duplicate_uuids
+                        .iter()
+                        .copied()
+                        .filter(|&d| s.header(d).and_then(|h| h.uuid()) == Some(u)),
+                )
                 .filter(|&k| k != i && is_main_message(s, k))
                 .count();
             if holders > 0 {
@@ -312,7 +319,8 @@ fn snapshot_collisions(s: &Session<'_>, out: &mut Vec<Damage>) {
         let Some(&k) = s.by_uuid.get(m.as_str()) else {
             continue;
         };
-        let next = (i + 1..s.records.len()).find(|&j| s.header(j).is_some_and(|h| h.uuid().is_some()));
+        let next =
+            (i + 1..s.records.len()).find(|&j| s.header(j).is_some_and(|h| h.uuid().is_some()));
         let dangling = s
             .header(k)
             .and_then(|h| h.parent_uuid())

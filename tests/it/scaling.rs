@@ -5,7 +5,7 @@
 //! `benches/scaling.rs` reports the full 1×/2×/4×/8× curve.
 
 #[path = "../scaling_inputs/mod.rs"]
-mod scaling_inputs;
+pub(crate) mod scaling_inputs;
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;

@@ -76,7 +76,8 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
                 anchor,
                 logical,
             } => {
-                let copied: HashSet<String> = copies.clone().filter_map(|i| uuid_of(s, i)).collect();
+                let copied: HashSet<String> =
+                    copies.clone().filter_map(|i| uuid_of(s, i)).collect();
                 let anchor = uuid_of(s, *anchor);
                 let logical = logical.and_then(|l| uuid_of(s, l));
                 let mut moved = 0;
@@ -170,14 +171,20 @@ fn repoint_boundary(
         changed |= to(v);
     }
     if let Some(cm) = m.get_mut("compactMetadata").and_then(Value::as_object_mut) {
-        if let Some(seg) = cm.get_mut("preservedSegment").and_then(Value::as_object_mut) {
+        if let Some(seg) = cm
+            .get_mut("preservedSegment")
+            .and_then(Value::as_object_mut)
+        {
             for k in ["headUuid", "tailUuid"] {
                 if let Some(v) = seg.get_mut(k) {
                     changed |= to(v);
                 }
             }
         }
-        if let Some(pm) = cm.get_mut("preservedMessages").and_then(Value::as_object_mut) {
+        if let Some(pm) = cm
+            .get_mut("preservedMessages")
+            .and_then(Value::as_object_mut)
+        {
             for k in ["uuids", "allUuids"] {
                 if let Some(Value::Array(a)) = pm.get_mut(k) {
                     for v in a.iter_mut() {
