@@ -175,3 +175,28 @@ fn hook_digest_is_linear() {
         digest_body(&mut s, &all);
     });
 }
+
+#[test]
+fn repair_replayed_history_is_linear() {
+    // claude-code#92089: one run of copies whose every original, child and boundary reference
+    // is looked up once.
+    assert_pipeline_linear(
+        "repair, replayed history",
+        "@repair",
+        600,
+        gen::replayed_history,
+    );
+}
+
+/// The same at the size the issue names: 13 MB against 100 MB.
+#[test]
+#[ignore = "long: 100 MB session of the claude-code#92089 shape"]
+fn repair_replayed_history_100mb_is_linear() {
+    assert!(gen::replayed_history(88_000).len() > 100 << 20);
+    assert_pipeline_linear(
+        "repair, replayed history, 100 MB",
+        "@repair",
+        11_000,
+        gen::replayed_history,
+    );
+}
