@@ -192,11 +192,12 @@ fn repair_replayed_history_is_linear() {
 #[test]
 #[ignore = "long: 100 MB session of the claude-code#92089 shape"]
 fn repair_replayed_history_100mb_is_linear() {
-    assert!(gen::replayed_history(88_000).len() > 100 << 20);
+    let len = gen::replayed_history(8 * 13_000).len();
+    assert!(len > 100 << 20, "{len} bytes");
     assert_pipeline_linear(
         "repair, replayed history, 100 MB",
         "@repair",
-        11_000,
+        13_000,
         gen::replayed_history,
     );
 }
