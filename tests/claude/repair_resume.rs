@@ -42,7 +42,9 @@ fn damaged(inject: fn(&mut Value) -> Vec<Value>) -> (String, String) {
 /// Resumes the undamaged, the damaged and the repaired session; checks that the repaired one
 /// resumes as the undamaged one.
 fn check(name: &str, rule: &str, inject: fn(&mut Value) -> Vec<Value>) {
-    claude_bin().is_none().then(|| note(&format!("{name}: no CLI")));
+    claude_bin()
+        .is_none()
+        .then(|| note(&format!("{name}: no CLI")));
     if claude_bin().is_none() {
         return;
     }
@@ -89,7 +91,10 @@ fn check(name: &str, rule: &str, inject: fn(&mut Value) -> Vec<Value>) {
     // before it, so these shapes lose nothing there (they did in the versions the reports
     // name): the count is noted, not asserted. What must hold is that the repaired file
     // resumes as the undamaged one.
-    assert!(lost.len() <= whole.len(), "{name}: the damage added messages");
+    assert!(
+        lost.len() <= whole.len(),
+        "{name}: the damage added messages"
+    );
     assert_conversation_eq(whole, fixed);
     note(&format!(
         "{name}: resume sent {} of {} messages before the repair, {} after",
@@ -103,33 +108,48 @@ fn check(name: &str, rule: &str, inject: fn(&mut Value) -> Vec<Value>) {
 /// prompt hangs from a parent that was never written.
 #[test]
 fn snapshot_collision_then_repair_resumes_whole() {
-    check("#24304 snapshot collision", "snapshot-id-collision", |prompt| {
-        let id = prompt["uuid"].clone();
-        prompt["parentUuid"] = json!("0b9f0c4e-0000-4000-8000-00000000dead");
-        vec![json!({"type":"file-history-snapshot","messageId":id,
+    check(
+        "#24304 snapshot collision",
+        "snapshot-id-collision",
+        |prompt| {
+            let id = prompt["uuid"].clone();
+            prompt["parentUuid"] = json!("0b9f0c4e-0000-4000-8000-00000000dead");
+            vec![json!({"type":"file-history-snapshot","messageId":id,
             "snapshot":{"messageId":id,"trackedFileBackups":{},"timestamp":prompt["timestamp"]},
             "isSnapshotUpdate":false})]
-    });
+        },
+    );
 }
 
 /// claude-code#37437: the retried prompt hangs from a sub-agent's progress row, whose own
 /// parent is the sub-agent's record in its own file.
 #[test]
 fn retry_on_progress_then_repair_resumes_whole() {
-    check("#37437 retry on a progress row", "retry-on-progress", |prompt| {
-        let row = "5d1e2f3a-0000-4000-8000-00000000beef";
-        let mut progress = json!({"type":"progress","uuid":row,
+    check(
+        "#37437 retry on a progress row",
+        "retry-on-progress",
+        |prompt| {
+            let row = "5d1e2f3a-0000-4000-8000-00000000beef";
+            let mut progress = json!({"type":"progress","uuid":row,
             "parentUuid":"6e2f3a4b-0000-4000-8000-00000000cafe","isSidechain":false,
             "toolUseID":"agent_msg_01","parentToolUseID":"toolu_01",
             "data":{"type":"agent_progress","agentId":"a1b2c3d4","prompt":"look around"}});
-        for k in ["sessionId", "cwd", "version", "timestamp", "userType", "entrypoint"] {
-            if let Some(v) = prompt.get(k) {
-                progress[k] = v.clone();
+            for k in [
+                "sessionId",
+                "cwd",
+                "version",
+                "timestamp",
+                "userType",
+                "entrypoint",
+            ] {
+                if let Some(v) = prompt.get(k) {
+                    progress[k] = v.clone();
+                }
             }
-        }
-        prompt["parentUuid"] = json!(row);
-        vec![progress]
-    });
+            prompt["parentUuid"] = json!(row);
+            vec![progress]
+        },
+    );
 }
 
 /// claude-code#92089 built from the pinned CLI's own compaction (p03: two turns, `/compact`,
@@ -146,7 +166,10 @@ fn replayed_history_then_repair_resumes_from_the_second_compaction() {
     }
     let path = corpus("generated/p03_compact.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
-    let recs: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let recs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let b1 = recs
         .iter()
         .position(|r| r["subtype"] == "compact_boundary")
@@ -169,11 +192,18 @@ fn replayed_history_then_repair_resumes_from_the_second_compaction() {
     let mut s2 = recs[b1 + 1].clone();
     s2["uuid"] = json!(s2_id);
     s2["parentUuid"] = json!(b2_id);
-    let summary = s2["message"]["content"].as_str().unwrap().replace("Summary:", "Second summary:");
+    let summary = s2["message"]["content"]
+        .as_str()
+        .unwrap()
+        .replace("Summary:", "Second summary:");
     s2["message"]["content"] = json!(summary);
     out += &(s2.to_string() + "\n");
     for l in text.lines().take(b1) {
-        if serde_json::from_str::<Value>(l).unwrap().get("uuid").is_some() {
+        if serde_json::from_str::<Value>(l)
+            .unwrap()
+            .get("uuid")
+            .is_some()
+        {
             out += l;
             out += "\n";
         }
@@ -201,7 +231,11 @@ fn replayed_history_then_repair_resumes_from_the_second_compaction() {
     std::fs::create_dir(&c).unwrap();
     let file = path.file_name().unwrap();
     std::fs::write(b.join(file), &out).unwrap();
-    let v = crate::common::cchist().arg("validate").arg(b.join(file)).output().unwrap();
+    let v = crate::common::cchist()
+        .arg("validate")
+        .arg(b.join(file))
+        .output()
+        .unwrap();
     let report = String::from_utf8_lossy(&v.stdout).to_string();
     assert!(report.contains("replayed-history"), "{report}");
     let repaired = ok(crate::common::cchist().arg("repair").arg(b.join(file)));
@@ -229,7 +263,11 @@ fn replayed_history_then_repair_resumes_from_the_second_compaction() {
     note(&format!(
         "#92089: resume sent {} messages before the repair (keeping a replayed row; {}), {} after",
         before.len(),
-        report.lines().find(|l| l.contains("replayed-history")).unwrap_or("").trim(),
+        report
+            .lines()
+            .find(|l| l.contains("replayed-history"))
+            .unwrap_or("")
+            .trim(),
         after.len()
     ));
 }
