@@ -137,7 +137,7 @@ pub fn validate(data: &[u8]) -> Vec<Finding> {
     check_cycles(&s, &mut findings);
     check_tools(&s, &mut findings);
     check_split_messages(&s, &mut findings);
-    check_damage(&s, &damage, &mut findings);
+    check_damage(data, &s, &damage, &mut findings);
     findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
     findings
 }
@@ -218,11 +218,28 @@ fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
 /// The damage Claude Code writes itself ([`crate::transcript::damage`]), each with how much
 /// of the conversation resume reaches now. A dangling parent that a snapshot collision
 /// explains is that finding's, not a second one.
-fn check_damage(s: &Session<'_>, damage: &[Damage], out: &mut Vec<Finding>) {
+fn check_damage(data: &[u8], s: &Session<'_>, damage: &[Damage], out: &mut Vec<Finding>) {
     if damage.is_empty() {
         return;
     }
     let reach = crate::transcript::damage::resume_reach(s);
+    // What `cchist repair` would leave: the same records repaired in memory (only for a file
+    // that has such damage).
+    let after = {
+        let records = framing::lines(data, 1)
+            .filter(|l| check_json(l.body).is_ok())
+            .map(Record::from_line)
+            .filter(|r| r.header().is_some())
+            .collect();
+        let mut fixed = Session::new(records);
+        let mut cx = crate::stages::Cx::new(crate::error::Origin::stdin());
+        crate::stages::relink::repair::repair(&mut fixed, &mut cx)
+            .ok()
+            .map(|()| crate::transcript::damage::resume_reach(&fixed))
+    };
+    let after = after.map_or(String::new(), |a| {
+        format!(" ({} after `cchist repair`)", a.reached)
+    });
     for d in damage {
         if let Damage::SnapshotCollision {
             message: Some(k), ..
@@ -235,7 +252,7 @@ fn check_damage(s: &Session<'_>, damage: &[Damage], out: &mut Vec<Finding>) {
             s,
             d.at(),
             d.rule(),
-            format!("{}; {reach}", d.describe(s)),
+            format!("{}; {reach}{after}", d.describe(s)),
         ));
     }
 }

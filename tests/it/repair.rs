@@ -87,7 +87,10 @@ fn replayed_history_after_a_second_compact() {
     assert_eq!(reach(input.as_bytes()), (2 * n + 2, total));
     let m = message(input.as_bytes(), "replayed-history");
     assert!(
-        m.contains(&format!("resume reaches {} of {total} messages", 2 * n + 2)),
+        m.contains(&format!(
+            "resume reaches {} of {total} messages ({total} after `cchist repair`)",
+            2 * n + 2
+        )),
         "{m}"
     );
     // One finding for the replay, not one duplicate-uuid per copy.

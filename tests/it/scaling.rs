@@ -192,12 +192,12 @@ fn repair_replayed_history_is_linear() {
 #[test]
 #[ignore = "long: 100 MB session of the claude-code#92089 shape"]
 fn repair_replayed_history_100mb_is_linear() {
-    let len = gen::replayed_history(8 * 13_000).len();
+    let len = gen::replayed_history(8 * 13_800).len();
     assert!(len > 100 << 20, "{len} bytes");
     assert_pipeline_linear(
         "repair, replayed history, 100 MB",
         "@repair",
-        13_000,
+        13_800,
         gen::replayed_history,
     );
 }
