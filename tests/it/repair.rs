@@ -301,3 +301,42 @@ fn repair_command_in_place() {
         String::from_utf8_lossy(&v.stdout)
     );
 }
+
+/// States Claude Code writes and handles itself are none of these shapes: the snapshot it
+/// writes for every prompt (its `messageId` is the prompt's uuid), a prompt hanging from a
+/// hook's progress row, one compaction, a uuid repeated once.
+#[test]
+fn states_claude_code_writes_are_left_alone() {
+    let snapshot = line(json!({"type":"file-history-snapshot","messageId":"p1",
+        "snapshot":{"messageId":"p1","trackedFileBackups":{},"timestamp":"2026-01-01T00:00:00Z"},
+        "isSnapshotUpdate":false}));
+    let hook = line(
+        json!({"type":"progress","uuid":"hp","parentUuid":"a0","isSidechain":false,
+        "data":{"type":"hook_progress","hookEvent":"UserPromptSubmit"}}),
+    );
+    let normal = [
+        prompt("p0", None, "one"),
+        answer("a0", "p0", "1"),
+        snapshot,
+        prompt("p1", Some("a0"), "two"),
+        answer("a1", "p1", "2"),
+        hook,
+        prompt("p2", Some("hp"), "three"),
+        answer("a2", "p2", "3"),
+    ]
+    .concat();
+    assert_eq!(rules(normal.as_bytes()), BTreeMap::new());
+    assert_eq!(repair(normal.as_bytes()), normal.as_bytes());
+
+    // Replayed history needs a second compaction: copies after the first one only are
+    // duplicate uuids (what relink and validate already name), left to them.
+    let one_compaction: String = replayed_history(3)
+        .lines()
+        .filter(|l| !l.contains(r#""uuid":"b2""#))
+        .map(|l| l.to_string() + "\n")
+        .collect();
+    let found = rules(one_compaction.as_bytes());
+    assert_eq!(found.get("replayed-history"), None, "{found:?}");
+    assert!(found.contains_key("duplicate-uuid"), "{found:?}");
+    assert_eq!(repair(one_compaction.as_bytes()), one_compaction.as_bytes());
+}
