@@ -340,3 +340,39 @@ fn states_claude_code_writes_are_left_alone() {
     assert!(found.contains_key("duplicate-uuid"), "{found:?}");
     assert_eq!(repair(one_compaction.as_bytes()), one_compaction.as_bytes());
 }
+
+/// A third `/compact` in the same process replays the same history again: each replay's rows
+/// hang from their own compaction after the repair.
+#[test]
+fn replayed_history_after_a_third_compact() {
+    let two = replayed_history(3);
+    let first: String = two.lines().take(6).map(|l| l.to_string() + "\n").collect();
+    let b2 = two.lines().find(|l| l.contains(r#""uuid":"b2""#)).unwrap();
+    let s2 = two.lines().find(|l| l.contains(r#""uuid":"s2""#)).unwrap();
+    let input = two.clone()
+        + &(b2
+            .replace(r#""uuid":"b2""#, r#""uuid":"b3""#)
+            .replace(r#""s2""#, r#""s3""#)
+            + "\n")
+        + &(s2
+            .replace(r#""uuid":"s2""#, r#""uuid":"s3""#)
+            .replace(r#""parentUuid":"b2""#, r#""parentUuid":"b3""#)
+            + "\n")
+        + &first
+        + &prompt("d-p0", Some("a-a2"), "after the third")
+        + &answer("d-a0", "d-p0", "ok");
+    assert_eq!(rules(input.as_bytes()).get("replayed-history"), Some(&2));
+    let out = repair(input.as_bytes());
+    assert_eq!(
+        rules(&out),
+        BTreeMap::new(),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    let recs = records(&out);
+    assert_eq!(by_uuid(&recs, "c-p0")[0]["parentUuid"], "s2");
+    assert_eq!(by_uuid(&recs, "d-p0")[0]["parentUuid"], "s3");
+    assert_eq!(by_uuid(&recs, "b3")[0]["logicalParentUuid"], "c-a0");
+    let (reached, total) = reach(&out);
+    assert_eq!(reached, total);
+}

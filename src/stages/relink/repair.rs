@@ -68,6 +68,16 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
         return Ok(());
     }
     let mut remove: Vec<std::ops::Range<usize>> = Vec::new();
+    // Where each replay's rows end: at the next replay (a third `/compact` re-appends the
+    // same uuids again, and the rows after it hang from that copy), so each row is looked at
+    // once.
+    let replay_starts: Vec<usize> = found
+        .iter()
+        .filter_map(|d| match d {
+            Damage::ReplayedHistory { copies, .. } => Some(copies.start),
+            _ => None,
+        })
+        .collect();
     for d in &found {
         match d {
             Damage::ReplayedHistory {
@@ -81,7 +91,12 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
                 let anchor = uuid_of(s, *anchor);
                 let logical = logical.and_then(|l| uuid_of(s, l));
                 let mut moved = 0;
-                for j in copies.end..s.records.len() {
+                let next = replay_starts
+                    .iter()
+                    .copied()
+                    .find(|&st| st > copies.start)
+                    .unwrap_or(s.records.len());
+                for j in copies.end..next {
                     let hangs_on_copy = s.header(j).is_some_and(|h| {
                         !h.is_sidechain && h.parent_uuid().is_some_and(|p| copied.contains(p))
                     });
