@@ -78,7 +78,18 @@ fn check(name: &str, rule: &str, inject: fn(&mut Value) -> Vec<Value>) {
     );
 
     let (whole, lost) = resume_both(&a.join(&file), &b.join(&file));
-    let fixed = resume(&c.join(&file)).expect("CLI");
+    // The repaired session resumed in a sandbox, so what the CLI appended to it can be
+    // checked too: a file the pinned CLI wrote has none of the shapes (no false positive).
+    let sb = Sandbox::new();
+    let sid = sb.install(&c.join(&file));
+    let fixed = sb.resume(&sid, &[]).expect("CLI");
+    let written = std::fs::read(sb.session_file(&sid)).unwrap();
+    let new: Vec<String> = cchist::findings::validate::validate(&written)
+        .into_iter()
+        .filter(|f| f.message.contains("claude-code#"))
+        .map(|f| format!("{}:{} {}", f.rule, f.line, f.message))
+        .collect();
+    assert!(new.is_empty(), "{name}: after the CLI resumed it: {new:?}");
     let (whole, lost, fixed) = (
         whole.expect_ok("p05"),
         lost.expect_ok(name),
