@@ -42,6 +42,8 @@ pub enum Command {
     Hook(cmd::hook::HookArgs),
     /// Make every uuid reference resolve; repair dangling parents, cycles, unpaired tool calls.
     Relink(cmd::relink::RelinkArgs),
+    /// Fix what Claude Code breaks: replayed history after a second /compact, snapshot-id collisions, retries on progress rows.
+    Repair(cmd::repair::RepairArgs),
     /// Drop progress/bookkeeping records, cap tool output, replace images, drop tool calls.
     DropToolNoise(cmd::drop_tool_noise::DropToolNoiseArgs),
     /// Replace a range of turns or steps (or what a token budget needs) with one summary.
@@ -183,6 +185,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::Backups(a) => cmd::undo::backups(a),
         Command::Hook(a) => cmd::hook::run(a),
         Command::Relink(a) => cmd::relink::run(a),
+        Command::Repair(a) => cmd::repair::run(a),
         Command::DropToolNoise(a) => cmd::drop_tool_noise::run(a),
         Command::SummarizeRange(a) => cmd::summarize::run(a),
         Command::Redact(a) => cmd::redact::run(a),

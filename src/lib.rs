@@ -27,7 +27,8 @@
 //! - [`error`]: typed errors that name file and line, and the exit status.
 //!
 //! The supported API is [`engine`] (build and run pipelines), [`stages`] (the stage trait and
-//! the shipped stages), [`transcript`] (records, sessions, turns and steps, resume budgets),
+//! the shipped stages), [`transcript`] (records, sessions, turns and steps, resume budgets,
+//! damage Claude Code writes and how much of a session resume reaches),
 //! [`claude::layout`] and [`error`]; the rest is public for the binary, benches and fuzz
 //! targets and may change.
 //!

@@ -15,6 +15,7 @@ mod print;
 mod progress;
 pub mod redact;
 pub mod relink;
+pub mod repair;
 pub mod rules;
 pub mod run;
 pub mod summarize;

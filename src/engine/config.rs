@@ -168,6 +168,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("compact", include_str!("../../filters/compact.toml")),
     ("share", include_str!("../../filters/share.toml")),
     ("ci-policy", include_str!("../../filters/ci-policy.toml")),
+    ("repair", include_str!("../../filters/repair.toml")),
 ];
 
 /// Prefix that names a shipped pipeline explicitly: `builtin:scrub`.

@@ -72,6 +72,10 @@ pub const STRUCTURAL: &[FindingDef] = &[
     FindingDef { id: "unpaired-tool-use", about: "a `tool_use` with no `tool_result` anywhere in the file: the API rejects the session" },
     FindingDef { id: "orphan-tool-result", about: "a `tool_result` whose `tool_use` is not in the file" },
     FindingDef { id: "split-message", about: "pieces of one assistant message (same `message.id`) separated by another turn" },
+    FindingDef { id: "replayed-history", about: "a second `/compact` re-appended the history the first summarized, and the rows after it hang from the copy: resume skips everything since the first compaction (claude-code#92089; `cchist repair`)" },
+    FindingDef { id: "snapshot-id-collision", about: "a `file-history-snapshot` carries a message's uuid, or the message its `messageId` names hangs from a missing parent: resume shows only what follows (claude-code#24304, #36583; `cchist repair`)" },
+    FindingDef { id: "retry-on-progress", about: "a retried prompt hangs from a sub-agent `progress` row: resume loses the history before it (claude-code#37437; `cchist repair`)" },
+    FindingDef { id: "subagent-in-main", about: "a sub-agent's records written into the main session file instead of `subagents/agent-<id>.jsonl` (claude-code#23373)" },
 ];
 
 /// The ids of a CI [`policy`] (the `[check]` table), besides secret rules and structural ids.
@@ -107,6 +111,7 @@ mod tests {
         for (file, src) in [
             ("validate.rs", include_str!("validate.rs")),
             ("policy.rs", include_str!("policy.rs")),
+            ("damage.rs", include_str!("../transcript/damage.rs")),
         ] {
             let code = src.split("#[cfg(test)]").next().unwrap();
             for quoted in code.split('"').skip(1).step_by(2) {

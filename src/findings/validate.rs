@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::findings::Finding;
 use crate::io::framing::{self, Term};
+use crate::transcript::damage::Damage;
 use crate::transcript::record::describe_invalid;
 use crate::transcript::record::Kind;
 use crate::transcript::record::{check_json, Record};
@@ -130,11 +131,13 @@ pub fn validate(data: &[u8]) -> Vec<Finding> {
         &mut findings,
     );
     let s = Session::new(records);
-    check_uuids(&s, &mut findings);
+    let damage = crate::transcript::damage::find(&s);
+    check_uuids(&s, &damage, &mut findings);
     check_references(&s, &mut findings);
     check_cycles(&s, &mut findings);
     check_tools(&s, &mut findings);
     check_split_messages(&s, &mut findings);
+    check_damage(data, &s, &damage, &mut findings);
     findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
     findings
 }
@@ -149,8 +152,17 @@ fn record_finding(s: &Session<'_>, i: usize, rule: &str, message: String) -> Fin
     finding(rule, r.line, r.header().and_then(|h| h.uuid()), message)
 }
 
-fn check_uuids(s: &Session<'_>, out: &mut Vec<Finding>) {
+fn check_uuids(s: &Session<'_>, damage: &[Damage], out: &mut Vec<Finding>) {
+    // Copies of replayed history are one `replayed-history` finding, not one each.
+    let replayed = |i: usize| {
+        damage
+            .iter()
+            .any(|d| matches!(d, Damage::ReplayedHistory { copies, .. } if copies.contains(&i)))
+    };
     for &i in &s.duplicate_uuids {
+        if replayed(i) {
+            continue;
+        }
         let r = &s.records[i];
         let u = r.header().and_then(|h| h.uuid());
         let first = u.and_then(|u| s.by_uuid.get(u)).map(|&j| s.records[j].line);
@@ -200,6 +212,48 @@ fn check_references(s: &Session<'_>, out: &mut Vec<Finding>) {
                 ));
             }
         }
+    }
+}
+
+/// The damage Claude Code writes itself ([`crate::transcript::damage`]), each with how much
+/// of the conversation resume reaches now. A dangling parent that a snapshot collision
+/// explains is that finding's, not a second one.
+fn check_damage(data: &[u8], s: &Session<'_>, damage: &[Damage], out: &mut Vec<Finding>) {
+    if damage.is_empty() {
+        return;
+    }
+    let reach = crate::transcript::damage::resume_reach(s);
+    // What `cchist repair` would leave: the same records repaired in memory (only for a file
+    // that has such damage).
+    let after = {
+        let records = framing::lines(data, 1)
+            .filter(|l| check_json(l.body).is_ok())
+            .map(Record::from_line)
+            .filter(|r| r.header().is_some())
+            .collect();
+        let mut fixed = Session::new(records);
+        let mut cx = crate::stages::Cx::new(crate::error::Origin::stdin());
+        crate::stages::relink::repair::repair(&mut fixed, &mut cx)
+            .ok()
+            .map(|()| crate::transcript::damage::resume_reach(&fixed))
+    };
+    let after = after.map_or(String::new(), |a| {
+        format!(" ({} after `cchist repair`)", a.reached)
+    });
+    for d in damage {
+        if let Damage::SnapshotCollision {
+            message: Some(k), ..
+        } = d
+        {
+            let line = s.records[*k].line;
+            out.retain(|f| !(f.rule == "dangling-parent" && f.line == line));
+        }
+        out.push(record_finding(
+            s,
+            d.at(),
+            d.rule(),
+            format!("{}; {reach}{after}", d.describe(s)),
+        ));
     }
 }
 

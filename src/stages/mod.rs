@@ -183,6 +183,7 @@ pub struct StageDef {
 pub const REGISTRY: &[StageDef] = &[
     redact::DEF,
     relink::DEF,
+    relink::repair::DEF,
     drop_tool_noise::DEF,
     summarize::DEF,
 ];

@@ -15,5 +15,6 @@ mod history_resume;
 mod hook_cli;
 mod hook_resume;
 mod redact_resume;
+mod repair_resume;
 mod resume;
 mod steps_resume;

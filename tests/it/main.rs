@@ -30,6 +30,7 @@ mod reliability_perms;
 mod reliability_round3;
 mod relink;
 mod relink_props;
+mod repair;
 mod scaling;
 mod session_files;
 mod sessions;

@@ -5,7 +5,7 @@
 //! `benches/scaling.rs` reports the full 1×/2×/4×/8× curve.
 
 #[path = "../scaling_inputs/mod.rs"]
-mod scaling_inputs;
+pub(crate) mod scaling_inputs;
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -174,4 +174,30 @@ fn hook_digest_is_linear() {
         let all: BTreeSet<usize> = (0..s.records.len()).collect();
         digest_body(&mut s, &all);
     });
+}
+
+#[test]
+fn repair_replayed_history_is_linear() {
+    // claude-code#92089: one run of copies whose every original, child and boundary reference
+    // is looked up once.
+    assert_pipeline_linear(
+        "repair, replayed history",
+        "@repair",
+        600,
+        gen::replayed_history,
+    );
+}
+
+/// The same at the size the issue names: 13 MB against 100 MB.
+#[test]
+#[ignore = "long: 100 MB session of the claude-code#92089 shape"]
+fn repair_replayed_history_100mb_is_linear() {
+    let len = gen::replayed_history(8 * 13_800).len();
+    assert!(len > 100 << 20, "{len} bytes");
+    assert_pipeline_linear(
+        "repair, replayed history, 100 MB",
+        "@repair",
+        13_800,
+        gen::replayed_history,
+    );
 }

@@ -221,3 +221,62 @@ pub fn dangling_leaves_after_sidechain(n: usize) -> String {
     }
     t
 }
+
+/// A transcript of the claude-code#92089 shape, `n` turns before the first compaction: the
+/// second `/compact` of a process re-appended those turns verbatim (same uuids and parents)
+/// after its summary, the continuation hangs from the last copy, and the second boundary's
+/// `logicalParentUuid`/`preservedSegment` name that copy too. `n` turns also sit between the
+/// two compactions. The repair tests and the scaling test share it.
+pub fn replayed_history(n: usize) -> String {
+    use serde_json::json;
+    let line = |v: serde_json::Value| v.to_string() + "\n";
+    let turn = |tag: &str, k: usize, parent: Option<String>| -> (String, String) {
+        let (p, a) = (format!("{tag}-p{k}"), format!("{tag}-a{k}"));
+        let text = line(
+            json!({"type":"user","uuid":p,"parentUuid":parent,"isSidechain":false,
+            "message":{"role":"user","content":format!("question {tag} {k}")}}),
+        ) + &line(
+            json!({"type":"assistant","uuid":a,"parentUuid":p,"isSidechain":false,
+            "message":{"id":format!("msg-{tag}-{k}"),"role":"assistant","content":[{"type":"text","text":format!("answer {tag} {k}")}]}}),
+        );
+        (text, a)
+    };
+    let boundary = |uuid: &str, logical: &str, summary: &str| {
+        line(
+            json!({"type":"system","subtype":"compact_boundary","uuid":uuid,"parentUuid":null,
+            "logicalParentUuid":logical,"isSidechain":false,"content":"Conversation compacted",
+            "compactMetadata":{"trigger":"manual","preTokens":1000,
+            "preservedSegment":{"headUuid":logical,"anchorUuid":summary,"tailUuid":logical},
+            "preservedMessages":{"anchorUuid":summary,"uuids":[logical],"allUuids":[logical]}}}),
+        )
+    };
+    let summary = |uuid: &str, parent: &str| {
+        line(
+            json!({"type":"user","uuid":uuid,"parentUuid":parent,"isSidechain":false,
+            "isCompactSummary":true,"isVisibleInTranscriptOnly":true,
+            "message":{"role":"user","content":"This session is being continued from a previous conversation."}}),
+        )
+    };
+    let (mut first, mut last) = (String::new(), None::<String>);
+    for k in 0..n {
+        let (t, a) = turn("a", k, last.clone());
+        first += &t;
+        last = Some(a);
+    }
+    let last_a = last.unwrap();
+    let mut out = first.clone();
+    out += &boundary("b1", &last_a, "s1");
+    out += &summary("s1", "b1");
+    let mut prev = "s1".to_string();
+    for k in 0..n {
+        let (t, a) = turn("b", k, Some(prev.clone()));
+        out += &t;
+        prev = a;
+    }
+    // The bug: the second boundary names the replayed copy, and the copy follows its summary.
+    out += &boundary("b2", &last_a, "s2");
+    out += &summary("s2", "b2");
+    out += &first;
+    let (t, _) = turn("c", 0, Some(last_a));
+    out + &t
+}

@@ -49,6 +49,7 @@ use crate::transcript::session::{is_conversational, FastMap, Session, REFERENCE_
 
 mod parents;
 mod references;
+pub mod repair;
 #[cfg(test)]
 mod tests;
 mod tools;

@@ -1,0 +1,220 @@
+//! `repair`: fix the damage Claude Code itself writes, shape by shape
+//! ([`crate::transcript::damage`]), and nothing else.
+//!
+//! - claude-code#92089 (replayed history after a second `/compact`): the re-appended copies go
+//!   (the first copy of each uuid stays), the rows parented into the copies hang from the last
+//!   record written before them, and the boundary's `logicalParentUuid` and
+//!   `compactMetadata.preservedSegment`/`preservedMessages` entries that named a copy name the
+//!   last message before the boundary (the record 2.1.x names there).
+//! - claude-code#36583 (a `file-history-snapshot` carrying a message's uuid): the snapshot gets
+//!   a uuid of its own. claude-code#24304 (the message a snapshot names hangs from a parent that
+//!   is not in the file): it hangs from the main-chain message written before the snapshot.
+//! - claude-code#37437 (a retried prompt parented on a sub-agent `progress` row): the prompt
+//!   hangs from the main-chain message the row hangs from.
+//! - claude-code#23373 (sub-agent records in the main file) is reported, not moved yet: the
+//!   pipeline writes one file per session, and moving needs a second writer.
+//!
+//! A file with none of these shapes is not touched (not even parsed for editing).
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::{object_mut, set_parent, uuid_of};
+use crate::error::{OptionError, Result};
+use crate::stages::{options, Cx, Scope, Stage, StageDef};
+use crate::transcript::damage::{self, Damage};
+use crate::transcript::session::Session;
+
+/// Options of the `repair` stage (none yet).
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairOptions {}
+
+/// The `repair` stage.
+pub struct Repair;
+
+/// The stage's entry in the registry.
+pub const DEF: StageDef = StageDef {
+    name: "repair",
+    about: "fix what Claude Code itself breaks: replayed history after a second /compact, snapshot-id collisions, retries parented on progress rows",
+    build,
+};
+
+fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError> {
+    let _: RepairOptions = options(table)?;
+    Ok(Box::new(Repair))
+}
+
+impl Stage for Repair {
+    fn name(&self) -> &'static str {
+        DEF.name
+    }
+
+    fn scope(&self) -> Scope {
+        Scope::Session
+    }
+
+    fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+        repair(s, cx)
+    }
+}
+
+/// Repair every damage of a known shape in `s` (see the module docs).
+pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
+    s.reindex();
+    let found = damage::find(s);
+    if found.is_empty() {
+        return Ok(());
+    }
+    let mut remove: Vec<std::ops::Range<usize>> = Vec::new();
+    // Where each replay's rows end: at the next replay (a third `/compact` re-appends the
+    // same uuids again, and the rows after it hang from that copy), so each row is looked at
+    // once.
+    let replay_starts: Vec<usize> = found
+        .iter()
+        .filter_map(|d| match d {
+            Damage::ReplayedHistory { copies, .. } => Some(copies.start),
+            _ => None,
+        })
+        .collect();
+    for d in &found {
+        match d {
+            Damage::ReplayedHistory {
+                copies,
+                boundary,
+                anchor,
+                logical,
+            } => {
+                let copied: HashSet<String> =
+                    copies.clone().filter_map(|i| uuid_of(s, i)).collect();
+                let anchor = uuid_of(s, *anchor);
+                let logical = logical.and_then(|l| uuid_of(s, l));
+                let mut moved = 0;
+                let next = replay_starts
+                    .iter()
+                    .copied()
+                    .find(|&st| st > copies.start)
+                    .unwrap_or(s.records.len());
+                for j in copies.end..next {
+                    let hangs_on_copy = s.header(j).is_some_and(|h| {
+                        !h.is_sidechain && h.parent_uuid().is_some_and(|p| copied.contains(p))
+                    });
+                    if hangs_on_copy {
+                        set_parent(s, j, anchor.as_deref(), cx)?;
+                        moved += 1;
+                    }
+                }
+                repoint_boundary(s, *boundary, &copied, logical.as_deref(), cx)?;
+                cx.count("repair.replayed_removed", copies.len() as u64);
+                cx.count("repair.reparented", moved);
+                remove.push(copies.clone());
+            }
+            Damage::SnapshotCollision {
+                snapshot,
+                message,
+                own_uuid,
+                parent,
+            } => {
+                if *own_uuid {
+                    let m = object_mut(&mut s.records[*snapshot], cx, "repair")?;
+                    m.insert("uuid".into(), Value::String(super::new_uuid()));
+                    cx.count("repair.snapshot_ids", 1);
+                } else if let Some(k) = message {
+                    let p = parent.and_then(|p| uuid_of(s, p));
+                    set_parent(s, *k, p.as_deref(), cx)?;
+                    cx.count("repair.reparented", 1);
+                }
+            }
+            Damage::RetryOnProgress { prompt, parent, .. } => {
+                let p = parent.and_then(|p| uuid_of(s, p));
+                set_parent(s, *prompt, p.as_deref(), cx)?;
+                cx.count("repair.reparented", 1);
+            }
+            Damage::SubagentInMain { records, .. } => {
+                cx.count("repair.subagent_records_left", records.len() as u64);
+            }
+        }
+    }
+    let kept_uuids: Vec<String> = remove
+        .iter()
+        .flat_map(|r| r.clone())
+        .filter_map(|i| uuid_of(s, i))
+        .collect();
+    remove.sort_by_key(|r| std::cmp::Reverse(r.start));
+    for r in remove {
+        // One drain per run: removing copies one by one from the middle would be quadratic.
+        s.records.drain(r);
+    }
+    s.reindex();
+    // The copies' uuids live on in their originals: they are no tombstones.
+    for u in kept_uuids {
+        if s.by_uuid.contains_key(&u) {
+            s.removed.remove(&u);
+        }
+    }
+    Ok(())
+}
+
+/// Point the boundary's references that name a copy at `logical`.
+fn repoint_boundary(
+    s: &mut Session<'_>,
+    boundary: usize,
+    copied: &HashSet<String>,
+    logical: Option<&str>,
+    cx: &mut Cx,
+) -> Result<()> {
+    // Edited on a copy and written back only when something named a copy, so a boundary
+    // that needs nothing keeps its bytes.
+    let mut value = match s.records[boundary].value() {
+        Ok(v) => v.clone(),
+        Err(e) => return Err(super::stage_err(cx, "repair", s.records[boundary].line, e)),
+    };
+    let Some(m) = value.as_object_mut() else {
+        return Ok(());
+    };
+    let to = |v: &mut Value| {
+        if v.as_str().is_some_and(|u| copied.contains(u)) {
+            *v = logical.map_or(Value::Null, |l| Value::String(l.into()));
+            true
+        } else {
+            false
+        }
+    };
+    let mut changed = false;
+    if let Some(v) = m.get_mut("logicalParentUuid") {
+        changed |= to(v);
+    }
+    if let Some(cm) = m.get_mut("compactMetadata").and_then(Value::as_object_mut) {
+        if let Some(seg) = cm
+            .get_mut("preservedSegment")
+            .and_then(Value::as_object_mut)
+        {
+            for k in ["headUuid", "tailUuid"] {
+                if let Some(v) = seg.get_mut(k) {
+                    changed |= to(v);
+                }
+            }
+        }
+        if let Some(pm) = cm
+            .get_mut("preservedMessages")
+            .and_then(Value::as_object_mut)
+        {
+            for k in ["uuids", "allUuids"] {
+                if let Some(Value::Array(a)) = pm.get_mut(k) {
+                    for v in a.iter_mut() {
+                        changed |= to(v);
+                    }
+                    // Two copies re-pointed at one record name it once.
+                    let mut seen = HashSet::new();
+                    a.retain(|v| seen.insert(v.to_string()));
+                }
+            }
+        }
+    }
+    if changed {
+        s.records[boundary].set_value(value);
+        cx.count("repair.references_rewritten", 1);
+    }
+    Ok(())
+}
