@@ -688,7 +688,7 @@ pub fn composition(s: &mut Session<'_>, top: usize, cap: usize) -> Composition {
         }
     }
     // Largest first; equal sizes in chain order.
-    items.sort_by(|a, b| b.tokens.cmp(&a.tokens));
+    items.sort_by_key(|x| std::cmp::Reverse(x.tokens));
     items.truncate(top);
     c.parts = Part::ALL
         .iter()
