@@ -29,6 +29,8 @@ pub enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// List projects and sessions under $CLAUDE_CONFIG_DIR (default ~/.claude).
     Ls(cmd::ls::LsArgs),
+    /// How full a session's context is, when Claude Code will compact it, and what fills it.
+    Context(cmd::context::ContextArgs),
     /// List, show and edit the turns of one session.
     History(cmd::history::HistoryArgs),
     /// Apply an operations document (replace/delete/insert turns) to one session, all or nothing.
@@ -177,6 +179,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::Run(a) => cmd::run::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Ls(a) => cmd::ls::run(a),
+        Command::Context(a) => cmd::context::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Apply(a) => cmd::apply::run(a),
         Command::Undo(a) => cmd::undo::run(a),
