@@ -18,6 +18,7 @@ pub mod redact;
 pub mod relink;
 pub mod rules;
 pub mod run;
+pub mod statusline;
 pub mod summarize;
 pub mod target;
 pub mod undo;

@@ -155,3 +155,96 @@ fn text_report_says_when_no_window_is_known() {
     );
     assert!(text.contains("prompt is too long"), "{text}");
 }
+
+fn statusline(stdin: &Value, home: &std::path::Path) -> String {
+    use std::io::Write;
+    let mut cmd = common::cchist();
+    cmd.arg("statusline")
+        .env("CLAUDE_CONFIG_DIR", home)
+        .env("HOME", home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    for v in cchist::transcript::context::ENV_VARS {
+        cmd.env_remove(v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn statusline_reads_the_end_of_a_large_session() {
+    let d = tempfile::tempdir().unwrap();
+    let f = growing(d.path(), "claude-sonnet-4-6", 7);
+    // A few MB of old history before it: the line must come from the end alone.
+    let mut text = String::new();
+    let filler = "y".repeat(10_000);
+    for k in 0..600 {
+        text.push_str(&format!(
+            r#"{{"type":"user","uuid":"old{k}","parentUuid":null,"message":{{"role":"user","content":"{filler}"}}}}"#
+        ));
+        text.push('\n');
+    }
+    text.push_str(&std::fs::read_to_string(&f).unwrap());
+    std::fs::write(&f, text).unwrap();
+    let input = serde_json::json!({"session_id": "s", "transcript_path": f, "cwd": d.path(),
+        "model": {"id": "claude-sonnet-4-6", "display_name": "Sonnet 4.6"}});
+    let line = statusline(&input, d.path());
+    assert_eq!(
+        line.trim(),
+        "ctx 140k/200k 70% · compacts at 167k in ~2 turns"
+    );
+    // The running model wins over the recorded one.
+    let mut on_unknown = input.clone();
+    on_unknown["model"]["id"] = "claude-haiku-4-5".into();
+    let line = statusline(&on_unknown, d.path());
+    assert!(line.contains("no known window"), "{line}");
+}
+
+#[test]
+fn statusline_install_merges_and_is_idempotent() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = home.path().join("settings.json");
+    std::fs::write(&settings, r#"{"theme":"dark","hooks":{}}"#).unwrap();
+    let install = || {
+        let mut cmd = common::cchist();
+        cmd.args(["statusline", "install", "--exe"])
+            .arg(common::bin())
+            .env("CLAUDE_CONFIG_DIR", home.path());
+        common::ok(&mut cmd)
+    };
+    install();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(doc["theme"], "dark");
+    assert_eq!(doc["statusLine"]["type"], "command");
+    assert!(doc["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with(" statusline"));
+    let before = std::fs::read(&settings).unwrap();
+    let out = install();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already installed"));
+    assert_eq!(std::fs::read(&settings).unwrap(), before);
+    // Another tool's status line is not replaced without --force.
+    std::fs::write(
+        &settings,
+        r#"{"statusLine":{"type":"command","command":"other-tool"}}"#,
+    )
+    .unwrap();
+    let mut cmd = common::cchist();
+    cmd.args(["statusline", "install", "--exe"])
+        .arg(common::bin())
+        .env("CLAUDE_CONFIG_DIR", home.path());
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(std::fs::read_to_string(&settings)
+        .unwrap()
+        .contains("other-tool"));
+}
