@@ -9,6 +9,7 @@ mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod context_compact;
 mod corpus_gen;
 mod edit_resume;
 mod history_resume;
