@@ -17,4 +17,5 @@ mod hook_cli;
 mod hook_resume;
 mod redact_resume;
 mod resume;
+mod statusline_pty;
 mod steps_resume;
