@@ -184,7 +184,7 @@ pub fn report(sf: &SessionFile, top: usize, o: Option<Overrides>) -> anyhow::Res
     let o = o.unwrap_or_else(|| overrides(project_of(sf).as_deref()));
     let m = measure(&mut s, &o);
     let turns = s.turns();
-    let per_turn = m.timeline.per_turn(&turns);
+    let per_turn = m.timeline.per_turn_since_compaction(&turns);
     let tokens = m.timeline.tokens();
     let usage_tokens = m.timeline.last_usage.map_or(0, |(_, u)| u.total());
     let l = &m.limits;

@@ -469,6 +469,28 @@ impl Timeline {
     /// The count at the end of each of `turns` (`None` for a turn with no record on the
     /// path), given the turns' record lists.
     pub fn per_turn(&self, turns: &[crate::transcript::session::Turn]) -> Vec<Option<u64>> {
+        self.per_turn_from(turns, 0)
+    }
+
+    /// [`Timeline::per_turn`] for the turns that end after the last compaction (`None` for
+    /// the others): the growth that matters for the next auto-compaction.
+    pub fn per_turn_since_compaction(
+        &self,
+        turns: &[crate::transcript::session::Turn],
+    ) -> Vec<Option<u64>> {
+        let from = self
+            .points
+            .iter()
+            .rposition(|&(_, c)| c == 0)
+            .map_or(0, |p| p + 1);
+        self.per_turn_from(turns, from)
+    }
+
+    fn per_turn_from(
+        &self,
+        turns: &[crate::transcript::session::Turn],
+        from: usize,
+    ) -> Vec<Option<u64>> {
         let at: FastMap<usize, (usize, u64)> = self
             .points
             .iter()
@@ -482,6 +504,7 @@ impl Timeline {
                     .iter()
                     .filter_map(|i| at.get(i))
                     .max_by_key(|(pos, _)| *pos)
+                    .filter(|(pos, _)| *pos >= from)
                     .map(|(_, c)| *c)
             })
             .collect()
