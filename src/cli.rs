@@ -29,6 +29,10 @@ pub enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// List projects and sessions under $CLAUDE_CONFIG_DIR (default ~/.claude).
     Ls(cmd::ls::LsArgs),
+    /// How full a session's context is, when Claude Code will compact it, and what fills it.
+    Context(cmd::context::ContextArgs),
+    /// One status line for Claude Code's statusLine (JSON on stdin); `statusline install`.
+    Statusline(cmd::statusline::StatuslineArgs),
     /// List, show and edit the turns of one session.
     History(cmd::history::HistoryArgs),
     /// Apply an operations document (replace/delete/insert turns) to one session, all or nothing.
@@ -179,6 +183,8 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::Run(a) => cmd::run::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Ls(a) => cmd::ls::run(a),
+        Command::Context(a) => cmd::context::run(a),
+        Command::Statusline(a) => cmd::statusline::run(a),
         Command::History(a) => cmd::history::run(a),
         Command::Apply(a) => cmd::apply::run(a),
         Command::Undo(a) => cmd::undo::run(a),

@@ -242,14 +242,26 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
     for r in &mut rows {
         r.prompt = turns::shorten(&super::print::shown_text(&r.prompt), 80);
     }
+    let m = super::context::measure(&mut session, &super::context::overrides(None));
     print_rows(rows, &a, |r| {
+        let ctx = r
+            .context_tokens
+            .map(|c| super::context::column(c, &m.limits))
+            .unwrap_or_else(|| "-".into());
+        let added = match r.added_tokens {
+            Some(n) if n >= 0 => format!("+{}", super::context::short_tokens(n as u64)),
+            Some(n) => format!("-{}", super::context::short_tokens(n.unsigned_abs())),
+            None => String::new(),
+        };
         format!(
-            "{:>4}  {}  {}  {:>3} tools {:>10}  {}",
+            "{:>4}  {}  {}  {:>3} tools {:>10}  {:>9} {:>6}  {}",
             r.number,
             r.uuid,
             r.time.as_deref().unwrap_or("?"),
             r.tool_calls,
             super::print::human_bytes(r.bytes as u64),
+            ctx,
+            added,
             r.prompt
         )
     })

@@ -323,12 +323,23 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
             format!("turn {turn}: already fired in this session"),
         ));
     }
+    // `fit = "auto"`: the auto-compact threshold of the session's model, as `context` finds it.
+    // A fork cannot go on without it; a notice then says `--fit N`.
+    let policy = match (policy.fit, policy.action) {
+        (Some(config::Fit::Auto), StopAction::Fork) => policy.with_fit(auto_fit(&path)?),
+        (Some(config::Fit::Auto), _) => match auto_fit(&path) {
+            Ok(n) => policy.with_fit(n),
+            Err(_) => policy,
+        },
+        _ => policy,
+    };
     let (message, detail) = match policy.action {
         StopAction::Notify => (
             format!(
                 "cchist: this session has {turn} turns. To continue with less context: cchist summarize-range {} --fork --session {}",
                 match (policy.fit, policy.keep_last_steps) {
-                    (Some(f), _) => format!("--fit {f}"),
+                    (Some(config::Fit::Tokens(f)), _) => format!("--fit {f}"),
+                    (Some(config::Fit::Auto), _) => "--fit N".to_string(),
                     (None, Some(k)) => format!("--keep-last-steps {k}"),
                     (None, None) => format!("--keep-last {}", policy.keep_last),
                 },
@@ -365,6 +376,25 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
 
 /// Write a compressed fork: summarize-range (all but the last `keep_last` turns), then the
 /// hook pipeline's stages (redaction …), then relink unless the pipeline ends with it.
+/// The auto-compact threshold of the session at `path` (its model, the environment and the
+/// settings as Claude Code reads them); an error when the CLI knows none for the model.
+fn auto_fit(path: &Path) -> anyhow::Result<u64> {
+    let f = cchist::io::input::open(path)?;
+    let mut s = cchist::transcript::session::Session::new(
+        cchist::io::framing::lines(&f.data, 1)
+            .map(cchist::transcript::record::Record::from_line)
+            .collect(),
+    );
+    let cwd = cchist::claude::layout::first_cwd(path).map(std::path::PathBuf::from);
+    let m = super::context::measure(&mut s, &super::context::overrides(cwd.as_deref()));
+    m.limits.threshold().ok_or_else(|| {
+        anyhow::anyhow!(
+            "fit = \"auto\": Claude Code does not auto-compact {} sessions here (no known window, or auto-compaction off); set fit to a number of tokens",
+            m.limits.model
+        )
+    })
+}
+
 fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> anyhow::Result<String> {
     let mut list = vec![(stages::summarize::DEF.build)(opts)?];
     list.extend(file.pipeline.stages);

@@ -82,7 +82,7 @@ fn check_events(events: &[String]) -> anyhow::Result<()> {
 /// The binary path to write: `--exe`, else the `PATH` entry this process was started by when
 /// it is the same file (a stable link such as `~/.cargo/bin/cchist` survives upgrades), else
 /// the resolved executable.
-fn stable_exe(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub(crate) fn stable_exe(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(p) = explicit {
         let p = std::path::absolute(p)?;
         if !p.is_file() {

@@ -64,6 +64,11 @@ struct Row {
     first_prompt: String,
     modified: Option<String>,
     live: Option<String>,
+    /// The context count now (`cchist context`'s `tokens`) and its percent of the window.
+    context_tokens: u64,
+    context_percent: Option<f64>,
+    #[serde(skip)]
+    context: String,
 }
 
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
@@ -93,9 +98,11 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 .is_ok_and(|m| cchist::io::clock::file_stamp(m).as_str() >= t.as_str())
         });
     }
+    // The environment and user settings once (a project's own settings are `context`'s).
+    let o = super::context::overrides(None);
     let mut rows: Vec<Row> = sessions
         .par_iter()
-        .filter_map(|s| describe(s).ok())
+        .filter_map(|s| describe(s, &o).ok())
         .collect();
     // Sort the sessions, then group them by project in the order each project first appears,
     // so every project is listed once and its best session leads it.
@@ -159,10 +166,11 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 .map(|m| m.get(..16).unwrap_or(m).replace('T', " "))
                 .unwrap_or_else(|| "?".into());
             let head = format!(
-                "  {:<8}  {when:<16}  {:>5} turns  {:>10}{}",
+                "  {:<8}  {when:<16}  {:>5} turns  {:>10}  {:>9}{}",
                 r.id.get(..8).unwrap_or(&r.id),
                 r.turns,
                 human_bytes(r.bytes),
+                r.context,
                 if r.live.is_some() { "  LIVE" } else { "" },
             );
             let room = width.map_or(usize::MAX, |w| w.saturating_sub(head.chars().count() + 2));
@@ -195,7 +203,7 @@ fn terminal_width() -> Option<usize> {
     (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
 }
 
-fn describe(s: &SessionFile) -> anyhow::Result<Row> {
+fn describe(s: &SessionFile, o: &cchist::transcript::context::Overrides) -> anyhow::Result<Row> {
     let f = input::open(&s.path)?;
     let records: Vec<Record> = framing::lines(&f.data, 1).map(Record::from_line).collect();
     let n = records.len();
@@ -213,6 +221,8 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
         .map(|t| turns::shorten(&super::print::shown_text(&t), 200))
         .unwrap_or_default();
     let modified = f.meta.modified().ok().map(cchist::io::clock::rfc3339);
+    let m = super::context::measure(&mut session, o);
+    let tokens = m.timeline.tokens();
     Ok(Row {
         id: s.id.clone(),
         file: s.path.display().to_string(),
@@ -224,5 +234,8 @@ fn describe(s: &SessionFile) -> anyhow::Result<Row> {
         first_prompt,
         modified,
         live: layout::liveness(s),
+        context_tokens: tokens,
+        context_percent: m.limits.percent(tokens).map(|p| (p * 10.0).round() / 10.0),
+        context: super::context::column(tokens, &m.limits),
     })
 }

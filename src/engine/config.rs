@@ -71,9 +71,10 @@ pub struct HookPolicy {
     #[serde(default)]
     pub keep_last_steps: Option<usize>,
     /// With `fork`: summarize the oldest steps until the copy is estimated under this many
-    /// tokens on resume (see `transcript::budget`), instead of `keep_last` turns.
+    /// tokens on resume (see `transcript::budget`), instead of `keep_last` turns; `"auto"`:
+    /// under the auto-compact threshold of the session's model (`transcript::context`).
     #[serde(default)]
-    pub fit: Option<u64>,
+    pub fit: Option<Fit>,
     /// Print a digest of the project's previous session at `SessionStart`.
     #[serde(default)]
     pub session_start_digest: bool,
@@ -85,6 +86,37 @@ pub struct HookPolicy {
     /// milliseconds (keep it well inside the hook's timeout).
     #[serde(default = "default_stop_wait_ms")]
     pub stop_wait_ms: u64,
+}
+
+/// `fit` of the `[hook]` table: a token budget, or `"auto"` for the auto-compact threshold
+/// of the session's model, found when the hook runs.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "FitValue")]
+pub enum Fit {
+    /// This many tokens.
+    Tokens(u64),
+    /// The session's auto-compact threshold.
+    Auto,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FitValue {
+    Tokens(u64),
+    Word(String),
+}
+
+impl TryFrom<FitValue> for Fit {
+    type Error = String;
+    fn try_from(v: FitValue) -> std::result::Result<Fit, String> {
+        match v {
+            FitValue::Tokens(n) => Ok(Fit::Tokens(n)),
+            FitValue::Word(w) if w == "auto" => Ok(Fit::Auto),
+            FitValue::Word(w) => Err(format!(
+                "`{w}`: give a number of tokens or \"auto\" (the auto-compact threshold of the session's model)"
+            )),
+        }
+    }
 }
 
 fn default_keep_last() -> usize {
@@ -135,18 +167,33 @@ impl HookPolicy {
     pub fn summarize_options(&self) -> toml::Table {
         let mut t = toml::Table::new();
         let int = |n: u64| toml::Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+        // `fit = "auto"` is resolved to tokens first ([`HookPolicy::with_fit`]).
         match (self.fit, self.keep_last_steps) {
-            (Some(f), _) => t.insert("fit".into(), int(f)),
-            (None, Some(k)) => t.insert("keep_last_steps".into(), int(k as u64)),
-            (None, None) => t.insert("keep_last".into(), int(self.keep_last as u64)),
+            (Some(Fit::Tokens(f)), _) => t.insert("fit".into(), int(f)),
+            (_, Some(k)) => t.insert("keep_last_steps".into(), int(k as u64)),
+            (_, None) => t.insert("keep_last".into(), int(self.keep_last as u64)),
         };
         t
+    }
+
+    /// The policy with `fit = "auto"` replaced by `auto` tokens.
+    pub fn with_fit(&self, auto: u64) -> HookPolicy {
+        let mut p = self.clone();
+        if p.fit == Some(Fit::Auto) {
+            p.fit = Some(Fit::Tokens(auto));
+        }
+        p
     }
 
     /// What a fork keeps, for the message to the user.
     pub fn kept(&self) -> String {
         match (self.fit, self.keep_last_steps) {
-            (Some(f), _) => format!("summary + the recent steps that fit in ~{f} tokens"),
+            (Some(Fit::Tokens(f)), _) => {
+                format!("summary + the recent steps that fit in ~{f} tokens")
+            }
+            (Some(Fit::Auto), _) => {
+                "summary + the recent steps that fit under the auto-compact threshold".into()
+            }
             (None, Some(k)) => format!("first prompt + summary + last {k} steps"),
             (None, None) => format!("summary + last {} turns", self.keep_last),
         }
@@ -323,7 +370,7 @@ pub fn parse(text: &str, origin: &Origin) -> Result<PipelineFile> {
                     OptionError::key("fit", "give `fit` or `keep_last_steps`, not both"),
                 ));
             }
-            if h.fit == Some(0) {
+            if h.fit == Some(Fit::Tokens(0)) {
                 return Err(table_err(
                     "hook",
                     start,
@@ -457,6 +504,14 @@ mod tests {
         assert!(HookPolicy::default()
             .summarize_options()
             .contains_key("keep_last"));
+        let auto = h("version = 1\n[hook]\nfit = \"auto\"\n");
+        assert_eq!(auto.fit, Some(Fit::Auto));
+        assert_eq!(
+            auto.with_fit(167_000).summarize_options().get("fit"),
+            Some(&toml::Value::Integer(167_000))
+        );
+        let e = parse_err("version = 1\n[hook]\nfit = \"big\"\n");
+        assert!(e.contains("\"auto\""), "{e}");
         let e = parse_err("version = 1\n[hook]\nfit = 1\nkeep_last_steps = 2\n");
         assert!(e.starts_with("p.toml:3: [hook] key `fit`"), "{e}");
     }

@@ -102,6 +102,12 @@ pub fn resume_tokens(s: &mut Session<'_>) -> u64 {
         .sum()
 }
 
+/// Estimated tokens of one JSON value as sent (a content block).
+pub fn value_tokens(v: &Value) -> u64 {
+    let (bytes, images) = weigh(v);
+    bytes.div_ceil(BYTES_PER_TOKEN) + images * IMAGE_TOKENS
+}
+
 /// Estimated tokens of a plain text (a summary).
 pub fn text_tokens(text: &str) -> u64 {
     (text.len() as u64 + 2).div_ceil(BYTES_PER_TOKEN)

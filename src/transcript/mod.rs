@@ -2,6 +2,7 @@
 //! from them, and the turns a person sees.
 
 pub mod budget;
+pub mod context;
 pub mod damage;
 pub mod record;
 pub mod session;

@@ -24,15 +24,28 @@ pub struct TurnRow {
     pub records: usize,
     /// Bytes of the turn's lines.
     pub bytes: usize,
+    /// The context count at the end of the turn ([`crate::transcript::context::Timeline`]):
+    /// what the CLI would count before the next request. `None` off the conversation.
+    pub context_tokens: Option<u64>,
+    /// What the turn added to the count (negative after a compaction).
+    pub added_tokens: Option<i64>,
 }
 
 /// Rows for every turn of a session.
 pub fn rows(s: &mut Session<'_>) -> Vec<TurnRow> {
     let turns = s.turns();
-    turns.iter().map(|t| row(s, t)).collect()
+    let per_turn = crate::transcript::context::Timeline::of(s).per_turn(&turns);
+    let mut before = Some(0u64);
+    let mut out = Vec::with_capacity(turns.len());
+    for (t, c) in turns.iter().zip(per_turn) {
+        let added = c.zip(before).map(|(c, b)| c as i64 - b as i64);
+        out.push(row(s, t, c, added));
+        before = c.or(before);
+    }
+    out
 }
 
-fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
+fn row(s: &mut Session<'_>, t: &Turn, context: Option<u64>, added: Option<i64>) -> TurnRow {
     let h = s.records[t.prompt].header().cloned().unwrap_or_default();
     let tool_calls = t
         .records
@@ -59,6 +72,8 @@ fn row(s: &mut Session<'_>, t: &Turn) -> TurnRow {
         tool_calls,
         records: t.records.len(),
         bytes,
+        context_tokens: context,
+        added_tokens: added,
     }
 }
 
@@ -340,7 +355,7 @@ pub fn shorten(s: &str, max: usize) -> String {
 /// step opens.
 pub fn render_turn(s: &mut Session<'_>, t: &Turn) -> String {
     let mut out = String::new();
-    let head = row(s, t);
+    let head = row(s, t, None, None);
     out += &format!(
         "── turn {} · {} · {}\n",
         head.number,

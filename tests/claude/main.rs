@@ -9,6 +9,7 @@ mod common;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod context_compact;
 mod corpus_gen;
 mod edit_resume;
 mod history_resume;
@@ -17,4 +18,5 @@ mod hook_resume;
 mod redact_resume;
 mod repair_resume;
 mod resume;
+mod statusline_pty;
 mod steps_resume;

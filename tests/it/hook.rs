@@ -549,3 +549,52 @@ fn in_place_text_writes_refuse_links_like_jsonl_writes() {
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), body);
 }
+
+#[test]
+fn stop_fork_with_fit_auto_fits_under_the_sessions_auto_compact_threshold() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    // A 34 000-token window: the threshold is 34 000 − 20 000 − 13 000 = 1 000 tokens, which
+    // the 4-turn session is over, so the fork must summarize to get under it.
+    std::fs::write(
+        r.config().join("settings.json"),
+        r#"{"autoCompactWindow": 34000}"#,
+    )
+    .unwrap();
+    let p = r.pipeline(
+        "fork.toml",
+        "version = 1\n[hook]\nat_turns = [4]\naction = \"fork\"\nfit = \"auto\"\n",
+    );
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("fit in ~1000 tokens"), "{msg}");
+    let id = msg.rsplit("claude --resume ").next().unwrap().trim();
+    let copy = f.with_file_name(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&copy).unwrap();
+    // The first prompt stays; the turns after it are summarized.
+    assert!(
+        !text.contains("\"content\":\"Step 2: do the work\""),
+        "turn 2 is summarized:\n{text}"
+    );
+    // A model the CLI never auto-compacts has no threshold (without the window setting, which
+    // would give it one): the fork is refused, saying why.
+    std::fs::remove_file(r.config().join("settings.json")).unwrap();
+    let g = r.session("s2", 4);
+    let haiku = std::fs::read_to_string(&g)
+        .unwrap()
+        .replace("\"role\":\"assistant\"", "\"role\":\"assistant\",\"model\":\"claude-haiku-4-5\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}");
+    std::fs::write(&g, haiku).unwrap();
+    let mut ev = stop_event(&g, 4);
+    ev["session_id"] = json!("s2");
+    let out = r.hook(&["--pipeline", &p], &ev);
+    // A hook failure never blocks Claude Code: it is said on stderr and logged.
+    assert!(
+        stderr(&out).contains("does not auto-compact claude-haiku-4-5"),
+        "{}",
+        stderr(&out)
+    );
+    let copies = std::fs::read_dir(&r.proj).unwrap().count();
+    assert_eq!(copies, 3, "s1, its fork and s2; no fork of s2");
+}

@@ -10,6 +10,7 @@ mod common;
 mod bulk;
 mod check_policy;
 mod cli_habits;
+mod context;
 mod data_safety;
 mod diff;
 mod drop_tool_noise;

@@ -377,8 +377,21 @@ impl Sandbox {
         format: OutputFormat,
         label: &str,
     ) -> Option<RunOutput> {
+        self.cli_env(mock, args, format, label, &[])
+    }
+
+    /// [`Sandbox::cli`] with `env` set for the CLI alone (a test must not set the variables
+    /// of its whole process: tests run in parallel).
+    pub fn cli_env(
+        &self,
+        mock: &MockApi,
+        args: &[&str],
+        format: OutputFormat,
+        label: &str,
+        env: &[(&str, &str)],
+    ) -> Option<RunOutput> {
         let bin = claude_bin()?;
-        Some(self.run(&bin, mock, args, GENERATE_TIMEOUT, label, format))
+        Some(self.run_env(&bin, mock, args, GENERATE_TIMEOUT, label, format, env))
     }
 
     /// Runs the CLI once with `args` (+ the output format) against `mock`, killing its
@@ -391,6 +404,21 @@ impl Sandbox {
         timeout: Duration,
         label: &str,
         format: OutputFormat,
+    ) -> RunOutput {
+        self.run_env(bin, mock, args, timeout, label, format, &[])
+    }
+
+    /// [`Sandbox::run`] with `env` added.
+    #[allow(clippy::too_many_arguments)]
+    fn run_env(
+        &self,
+        bin: &Path,
+        mock: &MockApi,
+        args: &[&str],
+        timeout: Duration,
+        label: &str,
+        format: OutputFormat,
+        env: &[(&str, &str)],
     ) -> RunOutput {
         let n = RUNS.fetch_add(1, Ordering::SeqCst) + 1;
         let (out_path, err_path) = (
@@ -423,6 +451,9 @@ impl Sandbox {
             .env("DISABLE_TELEMETRY", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("DISABLE_AUTOUPDATER", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         let start = Instant::now();
         let mut child = cmd.spawn().expect("spawn claude");
         let status = loop {

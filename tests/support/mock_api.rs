@@ -96,6 +96,8 @@ impl Request {
 #[derive(Default)]
 struct State {
     turns: VecDeque<Turn>,
+    /// Usage objects for the next main-loop responses, in order (then the default).
+    usages: VecDeque<Value>,
     requests: Vec<Request>,
     shape_errors: Vec<String>,
 }
@@ -169,6 +171,13 @@ impl MockApi {
         self.shared.lock().turns = turns.into();
     }
 
+    /// The `usage` the next main-loop responses report, one each in order (after them, the
+    /// default `{"input_tokens": 1200, "output_tokens": 1}`): how a test makes the CLI believe
+    /// its context holds a chosen number of tokens.
+    pub fn set_usage(&self, usages: Vec<Value>) {
+        self.shared.lock().usages = usages.into();
+    }
+
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
         self.shared.lock().requests.clone()
@@ -235,16 +244,18 @@ impl Shared {
             let err = json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
             return (400, "application/json", err.to_string().into_bytes());
         }
-        let turn = if req
+        let main_loop = req
             .get("tools")
             .and_then(Value::as_array)
-            .is_some_and(|t| !t.is_empty())
-        {
-            st.turns
+            .is_some_and(|t| !t.is_empty());
+        let (turn, usage) = if main_loop {
+            let turn = st
+                .turns
                 .pop_front()
-                .unwrap_or_else(|| vec![Block::text("Done.")])
+                .unwrap_or_else(|| vec![Block::text("Done.")]);
+            (turn, st.usages.pop_front())
         } else {
-            vec![Block::text("Session notes.")]
+            (vec![Block::text("Session notes.")], None)
         };
         drop(st);
         let content: Vec<Value> = turn.iter().map(|b| self.render(b)).collect();
@@ -253,7 +264,7 @@ impl Shared {
             .cloned()
             .unwrap_or_else(|| json!("claude-sonnet-4-5"));
         let streaming = req.get("stream").and_then(Value::as_bool) == Some(true);
-        let msg = self.respond(&content, model, streaming);
+        let msg = self.respond(&content, model, streaming, usage);
         if streaming {
             (200, "text/event-stream", msg.into_bytes())
         } else {
@@ -272,7 +283,13 @@ impl Shared {
     }
 
     /// The response body: a JSON message, or the SSE event stream of the same message.
-    fn respond(&self, content: &[Value], model: Value, streaming: bool) -> String {
+    fn respond(
+        &self,
+        content: &[Value],
+        model: Value,
+        streaming: bool,
+        usage: Option<Value>,
+    ) -> String {
         let stop = if content.iter().any(|c| c["type"] == "tool_use") {
             "tool_use"
         } else {
@@ -281,6 +298,16 @@ impl Shared {
         let mut msg = json!({"id": format!("msg_{}{:06}", self.run, self.id()), "type": "message",
             "role": "assistant", "model": model, "content": [], "stop_reason": null,
             "stop_sequence": null, "usage": {"input_tokens": 1200, "output_tokens": 1}});
+        // The final output count comes in message_delta; a chosen usage repeats its own there.
+        let delta_usage = match &usage {
+            Some(u) => {
+                json!({"output_tokens": u.get("output_tokens").cloned().unwrap_or(json!(0))})
+            }
+            None => json!({"output_tokens": 40}),
+        };
+        if let Some(u) = usage {
+            msg["usage"] = u;
+        }
         if !streaming {
             msg["content"] = Value::Array(content.to_vec());
             msg["stop_reason"] = json!(stop);
@@ -335,7 +362,7 @@ impl Shared {
         }
         ev(
             "message_delta",
-            json!({"delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 40}}),
+            json!({"delta": {"stop_reason": stop, "stop_sequence": null}, "usage": delta_usage}),
         );
         ev("message_stop", json!({}));
         out
