@@ -114,6 +114,10 @@ pub struct Report {
     pub commands: Vec<Suggestion>,
     /// Said when the session resumes on another model.
     pub note: Option<String>,
+    /// Messages on the path `--resume` rebuilds (`transcript::damage::resume_reach`).
+    pub reached_messages: usize,
+    /// Messages in the file; fewer reached means resume loses history (`cchist repair`).
+    pub messages: usize,
 }
 
 /// A command to paste.
@@ -204,6 +208,7 @@ pub fn report(sf: &SessionFile, top: usize, o: Option<Overrides>) -> anyhow::Res
     };
     let comp = composition(&mut s, top, DEFAULT_CAP);
     let resume_tokens = budget::resume_tokens(&mut s);
+    let reach = cchist::transcript::damage::resume_reach(&s);
     let commands = suggestions(sf, &comp, thr.or(block), resume_tokens);
     let note = cchist::transcript::context::resumed_model(&l.model).map(|m| {
         format!(
@@ -232,6 +237,8 @@ pub fn report(sf: &SessionFile, top: usize, o: Option<Overrides>) -> anyhow::Res
         composition: comp,
         commands,
         note,
+        reached_messages: reach.reached,
+        messages: reach.total,
     })
 }
 
@@ -359,6 +366,14 @@ fn render(r: &Report) -> String {
         "resume   ~{} tokens (what --resume would send, from the last compaction on)",
         thousands(r.resume_tokens)
     );
+    if r.reached_messages < r.messages {
+        let _ = writeln!(
+            o,
+            "reach    resume reaches {} of {} messages in the file (the others sit on branches a rewind left, or are lost: `cchist validate` tells which)",
+            thousands(r.reached_messages as u64),
+            thousands(r.messages as u64)
+        );
+    }
     match &r.compaction {
         Compaction::Auto {
             threshold, warning, ..

@@ -248,3 +248,39 @@ fn statusline_install_merges_and_is_idempotent() {
         .unwrap()
         .contains("other-tool"));
 }
+
+#[test]
+fn context_says_how_many_messages_resume_reaches() {
+    // u1 → a1 → u2 → a2, then a rewind: u3 answers a1 again, a3 after it. Resume rebuilds the
+    // newest branch: 4 of the 6 messages.
+    let d = tempfile::tempdir().unwrap();
+    let rec = |ty: &str, uuid: &str, parent: Option<&str>| {
+        let content = if ty == "user" {
+            serde_json::json!("q")
+        } else {
+            serde_json::json!([{"type": "text", "text": "a"}])
+        };
+        serde_json::json!({"type": ty, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:00Z", "isSidechain": false,
+            "message": {"role": ty, "content": content}})
+        .to_string()
+    };
+    let lines = [
+        rec("user", "u1", None),
+        rec("assistant", "a1", Some("u1")),
+        rec("user", "u2", Some("a1")),
+        rec("assistant", "a2", Some("u2")),
+        rec("user", "u3", Some("a1")),
+        rec("assistant", "a3", Some("u3")),
+    ];
+    let f = d.path().join("s.jsonl");
+    std::fs::write(&f, lines.join("\n") + "\n").unwrap();
+    let r = report(&f, &[]);
+    assert_eq!(
+        (r["reached_messages"].as_u64(), r["messages"].as_u64()),
+        (Some(4), Some(6))
+    );
+    let out = common::cchist().arg("context").arg(&f).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("resume reaches 4 of 6 messages"), "{text}");
+}
