@@ -167,9 +167,14 @@ proptest! {
         let out = relink(&data);
         let text = String::from_utf8_lossy(&out).into_owned();
         // relink repairs what it finds except a message split across branches, or a piece
-        // with no uuid (nothing can hang from it): those are reported, not repaired.
+        // with no uuid (nothing can hang from it): those are reported, not repaired. A
+        // sidechain record with an agentId in the main file (the generator writes them, the CLI
+        // of today does not: claude-code#23373) is reported too; moving it is not relink's.
         let lines: Vec<&str> = text.lines().collect();
         let unfixable = |f: &cchist::findings::Finding| {
+            if f.rule == "subagent-in-main" {
+                return true;
+            }
             if f.rule != "split-message" {
                 return false;
             }
