@@ -71,16 +71,21 @@ pub enum Command {
 /// `--` is left alone, and so is the value of an option — text (`--text -x` must write `-x`,
 /// not `./-x`, into the transcript) — unless the option takes a path, where `./-x` names the
 /// same file (`--file -home-dev-webapp/s.jsonl`).
-pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+///
+/// Such an argument that names nothing and looks like a path (`-home-dev-webapp`: a dash,
+/// slash or dot after its first letter) is an error naming it: clap would take it for a
+/// cluster of short flags, `-h` first, and print help with exit 0.
+pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
     use clap::CommandFactory;
     // Most command lines have no such argument: leave them without building the command tree
     // (hooks run on every Claude Code event).
     let dashed = |a: &std::ffi::OsString| {
-        a.to_str()
-            .is_some_and(|s| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists())
+        a.to_str().is_some_and(|s| {
+            s.starts_with('-') && s.len() > 1 && (pathlike(s) || std::path::Path::new(s).exists())
+        })
     };
     if !args.iter().skip(1).any(dashed) {
-        return args;
+        return Ok(args);
     }
     let mut root = Cli::command();
     root.build();
@@ -116,6 +121,12 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
                     out.push(format!("./{s}").into());
                     continue;
                 }
+                None if pathlike(s) => {
+                    return Err(format!(
+                        "`{s}`: no such file or folder, and no flag of `{}` (Claude Code's project folders are under ~/.claude/projects, e.g. ~/.claude/projects/{s}; `cchist ls` lists them)",
+                        cur.get_bin_name().unwrap_or(cur.get_name())
+                    ));
+                }
                 None => {}
             }
         } else if let Some(sub) = cur.find_subcommand(s) {
@@ -123,7 +134,13 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
         }
         out.push(a);
     }
-    out
+    Ok(out)
+}
+
+/// Whether a `-x…` argument looks like a path rather than mistyped short flags: a single
+/// dash, then a dash, slash or dot after its first letter (`-home-dev-webapp`, `-tmp/x`).
+fn pathlike(s: &str) -> bool {
+    !s.starts_with("--") && s.len() > 2 && s[2..].contains(['-', '/', '.'])
 }
 
 /// What the value after an option is.

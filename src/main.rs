@@ -55,7 +55,16 @@ fn main() -> ExitCode {
         }
         default_hook(info)
     }));
-    let args = cli::Cli::parse_from(cli::paths_not_flags(std::env::args_os().collect()));
+    let args = match cli::paths_not_flags(std::env::args_os().collect()) {
+        Ok(args) => cli::Cli::parse_from(args),
+        Err(msg) => {
+            eprintln!(
+                "cchist: error: {}",
+                cchist::findings::report::printable_text(&msg)
+            );
+            return ExitCode::from(ExitStatus::Error as u8);
+        }
+    };
     cmd::color::set(args.color);
     let status = match cli::dispatch(args.command) {
         Ok(s) => s,
@@ -65,7 +74,7 @@ fn main() -> ExitCode {
                 ExitStatus::Ok
             } else {
                 // The message may name a file or quote a transcript: no control characters.
-                let msg = format!("{e:#}");
+                let msg = chain_text(&e);
                 eprintln!(
                     "cchist: error: {}",
                     cchist::findings::report::printable_text(&msg)
@@ -75,6 +84,23 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// The error and its causes, `a: b: c`, each said once: the library's errors already end
+/// with their source (`x.jsonl: stat: No such file or directory`), which `{:#}` would repeat.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.ends_with(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
 }
 
 /// Whether the error is, somewhere in its chain, a write to a closed pipe: an I/O error, a JSON

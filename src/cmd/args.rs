@@ -33,12 +33,16 @@ pub struct IoArgs {
     pub in_place: bool,
     /// With --in-place: keep the original. Alone: as <file>.cchist-bak.<time>, which
     /// `cchist undo` restores (also for a whole run: `undo --all --since T`) and
-    /// `cchist backups prune` removes; with a SUFFIX (.bak, ~): as <file><SUFFIX>.
+    /// `cchist backups prune` removes; with `=SUFFIX` (--backup=.bak): as <file><SUFFIX>.
+    /// The backups keep the originals, secrets included.
+    // A value only with `=`: `--backup ~/.claude/projects` is the flag and a path, never a
+    // suffix.
     #[arg(
         long,
         value_name = "SUFFIX",
         requires = "in_place",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "",
         value_parser = backup_suffix
     )]
@@ -136,7 +140,7 @@ fn backup_suffix(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err(format!(
-            "`{s}` is not a backup suffix (write one such as .bak or ~); for a backup `cchist undo` restores, give --backup without a value after the paths, or as --backup="
+            "`{s}` is not a backup suffix (write one such as .bak or ~); for a backup `cchist undo` restores, give --backup without a value"
         ))
     }
 }

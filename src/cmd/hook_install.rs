@@ -48,6 +48,9 @@ pub struct StatusArgs {
     /// How many recent runs to show.
     #[arg(long, default_value_t = 10)]
     pub last: usize,
+    /// Report format: `json` prints the settings files, their cchist hooks and the last runs.
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
 }
 
 /// `--scope`.
@@ -185,15 +188,40 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
 
 pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
     let root = cchist::claude::layout::config_root()?;
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut scopes = Vec::new();
     for (label, scope) in [("user", Scope::User), ("project", Scope::Project)] {
         let path = settings::settings_path(scope)?;
+        // Run in the home folder, the project's settings are the user's: one file, once.
+        let same = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&same) {
+            if !a.format.json() {
+                tell!(
+                    "{label} settings {}: the user settings above",
+                    path.display()
+                );
+            }
+            continue;
+        }
+        seen.push(same);
         let entries = match settings::read_settings(&path) {
             Ok(doc) => settings::installed(&doc),
             Err(e) => {
-                tell!("{label} settings {}: {e}", path.display());
+                if !a.format.json() {
+                    tell!("{label} settings {}: {e}", path.display());
+                }
+                scopes.push(serde_json::json!({"scope": label, "file": path.display().to_string(), "error": e.to_string()}));
                 continue;
             }
         };
+        scopes.push(serde_json::json!({
+            "scope": label,
+            "file": path.display().to_string(),
+            "hooks": entries.iter().map(|(ev, cmd, t)| serde_json::json!({"event": ev, "command": cmd, "timeout": t})).collect::<Vec<_>>(),
+        }));
+        if a.format.json() {
+            continue;
+        }
         if entries.is_empty() {
             tell!("{label} settings {}: no cchist hook", path.display());
             continue;
@@ -208,6 +236,31 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
     }
     let runs = hook_log::read(&root);
     let log = hook_log::log_path(&root);
+    if a.format.json() {
+        let last: Vec<_> = runs
+            .iter()
+            .skip(runs.len().saturating_sub(a.last))
+            .map(|l| {
+                let mut l = l.clone();
+                l.detail = hook_log::shown_detail(&l.detail);
+                l
+            })
+            .collect();
+        let failures = runs.iter().filter(|l| l.is_failure()).count();
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({
+                "settings": scopes,
+                "log": log.display().to_string(),
+                "runs": runs.len(),
+                "failures": failures,
+                "last": last,
+            }),
+        )?;
+        std::io::Write::write_all(&mut out, b"\n")?;
+        return Ok(ExitStatus::Ok);
+    }
     if runs.is_empty() {
         tell!("no hook run logged in {}", log.display());
         return Ok(ExitStatus::Ok);

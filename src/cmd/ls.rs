@@ -67,8 +67,9 @@ struct Row {
 }
 
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
-    let projects = layout::projects_dir(&layout::config_root()?);
+    let projects = layout::projects_dir(&super::target::config_root()?);
     let mut sessions = layout::list_sessions(&projects)?;
+    let any_sessions = !sessions.is_empty();
     if let Some(folder) = args
         .project
         .as_deref()
@@ -85,6 +86,31 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 .is_some_and(|n| n == folder.as_str())
                 || layout::first_cwd(&s.path).as_deref() == Some(want.as_str())
         });
+    }
+    if let (Some(p), true) = (&args.project, any_sessions && sessions.is_empty()) {
+        // A project that matches nothing is a mistake (a name without its `-home-…` prefix),
+        // not an empty result: say which projects there are.
+        let mut names: Vec<String> = std::fs::read_dir(&projects)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let more = names.len().saturating_sub(10);
+        names.truncate(10);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        anyhow::bail!(
+            "--project {}: no such project under {}; there are: {}{more} (a folder name, a path, or the working directory Claude Code recorded)",
+            p.display(),
+            projects.display(),
+            names.join(", ")
+        );
     }
     if let Some(t) = &args.since {
         sessions.retain(|s| {

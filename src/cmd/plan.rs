@@ -53,6 +53,80 @@ pub fn inputs(
     Ok(w)
 }
 
+/// What standard input is, for a command given no path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinIs {
+    /// A pipe, socket or non-empty file: read it (ripgrep's rule).
+    Data,
+    /// A terminal: nobody is going to type a transcript.
+    Terminal,
+    /// `/dev/null`, another device, an empty file, or closed: nothing to read.
+    Nothing,
+}
+
+/// What stdin is ([`StdinIs`]).
+pub fn stdin_is() -> StdinIs {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::FileTypeExt;
+    if std::io::stdin().is_terminal() {
+        return StdinIs::Terminal;
+    }
+    // SAFETY: fd 0 stays open for the whole process; it is only duplicated here.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    let Ok(meta) = fd
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+    else {
+        return StdinIs::Nothing;
+    };
+    let t = meta.file_type();
+    if t.is_fifo() || t.is_socket() || (t.is_file() && meta.len() > 0) {
+        StdinIs::Data
+    } else {
+        StdinIs::Nothing
+    }
+}
+
+/// What to pass instead of an unreadable stdin.
+const PASS_PATHS: &str = "name transcript files or folders (~/.claude/projects/<folder>), pass --session ID or --all, or pipe a transcript in";
+
+/// The one rule for a command given no path (README, "Input"): stdin is read when it is a
+/// pipe or a file with data. On a terminal, a read-only command (`check`, `validate`) scans
+/// every project (returned, said on stderr) and any other refuses; an empty or closed stdin
+/// is refused by all, so a CI gate can never pass over nothing.
+pub fn no_path_input(readonly: bool) -> anyhow::Result<Option<std::path::PathBuf>> {
+    match stdin_is() {
+        StdinIs::Data => Ok(None),
+        StdinIs::Terminal if readonly => {
+            let projects = layout::projects_dir(&layout::config_root()?);
+            if !projects.is_dir() {
+                bail!(
+                    "no path given and stdin is a terminal, and there is no projects folder at {}: {PASS_PATHS}",
+                    projects.display()
+                );
+            }
+            say!(
+                "cchist: no path given and stdin is a terminal: scanning every project under {} (name paths, or pipe a transcript in, to scan those)",
+                projects.display()
+            );
+            Ok(Some(projects))
+        }
+        StdinIs::Terminal => {
+            bail!("no path given and stdin is a terminal, so there is nothing to read: {PASS_PATHS}")
+        }
+        StdinIs::Nothing => bail!(
+            "no path given and stdin is empty (not a pipe or a file with data): nothing to read — {PASS_PATHS}"
+        ),
+    }
+}
+
+/// The error for a stdin that turned out empty once read, where a clean result would be a
+/// pass over nothing.
+pub fn empty_stdin() -> anyhow::Error {
+    anyhow::anyhow!("stdin was empty: nothing was scanned — {PASS_PATHS}")
+}
+
 /// Add the other files of each session among the inputs ([`walk::expand_sessions`]), and say
 /// which companion folders were not followed.
 pub fn whole_sessions(walk: &mut walk::Walk) {
@@ -112,6 +186,9 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     }
     if io.json() && mode == Mode::Stdout && io.diff.is_none() {
         bail!("--json prints a report on stdout, where the transcript goes without --in-place, --out-dir or --dry-run; add one of those");
+    }
+    if paths.is_empty() {
+        no_path_input(false)?;
     }
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
     if mode != Mode::Stdout {
@@ -176,7 +253,39 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         io.propagate.into(),
     );
     outcomes.extend(refused);
-    report(&outcomes, &mode, io.json(), &[])
+    let status = report(&outcomes, &mode, io.json(), &[])?;
+    note_backups_keep_secrets(&outcomes, &mode, io.json());
+    Ok(status)
+}
+
+/// After an in-place run with `--backup` that redacted something: the backups hold the
+/// secrets the sessions no longer do, and `check` will find them there.
+fn note_backups_keep_secrets(outcomes: &[runner::Outcome], mode: &Mode, json: bool) {
+    let Mode::InPlace {
+        backup: Some(suffix),
+        ..
+    } = mode
+    else {
+        return;
+    };
+    let redacted = outcomes.iter().filter(|o| {
+        o.result
+            .as_ref()
+            .is_ok_and(|r| r.changed && r.counters.get("redactions").is_some_and(|n| *n > 0))
+    });
+    let n = redacted.count();
+    if n == 0 || json {
+        return;
+    }
+    let remove = if suffix.starts_with(cchist::io::output::BACKUP_MARK) {
+        "`cchist backups prune --older-than 0s` removes them once no `cchist undo` needs them"
+    } else {
+        "remove them by hand once you no longer need them"
+    };
+    say!(
+        "cchist: the backups keep the originals, secrets included ({} redacted): {remove}",
+        super::print::count(n, "file", "files")
+    );
 }
 
 /// `--diff`: what the run would change, as a diff (or its JSON form), instead of running it.
@@ -380,6 +489,7 @@ fn all(
         io.propagate.into(),
     );
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
+    note_backups_keep_secrets(&outcomes, &mode, io.json());
     if !io.json() && outcomes.len() <= 1 {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }
@@ -410,7 +520,7 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
             s.path.display(),
             new.display()
         );
-        println!("claude --resume {id}");
+        println!("{}", super::print::resume_line(&new, &id));
     }
     Ok(ExitStatus::Ok)
 }

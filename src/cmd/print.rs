@@ -59,6 +59,31 @@ pub fn shown_json<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
 }
 
 /// The one size format of every command's text output: `512 B`, `3.4 KiB`, `12.0 MiB`,
+/// The command that resumes session `id` (written beside `transcript`): `claude --resume`
+/// finds a session only from its project's directory, so the line changes there first (the
+/// working directory the transcript recorded, quoted for the shell when it needs to be).
+pub fn resume_line(transcript: &std::path::Path, id: &str) -> String {
+    match cchist::claude::layout::first_cwd(transcript) {
+        Some(dir) => format!("cd {} && claude --resume {id}", shell_quoted(&safe(&dir))),
+        None => format!("claude --resume {id}"),
+    }
+}
+
+/// `s` as one shell word: as it is when it holds only safe characters, else single-quoted.
+fn shell_quoted(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// `1 file`, `2 files`: a count with its noun in the right number.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `1.2 GiB` (powers of 1024).
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -92,7 +117,38 @@ pub struct Totals {
     /// Bytes written.
     pub bytes_out: u64,
     /// Per stage, in pipeline order.
+    #[serde(serialize_with = "stages_as_objects")]
     pub stages: Vec<(String, cchist::stages::StageStats)>,
+}
+
+/// Per-stage counts as JSON: an array of objects in pipeline order, each naming its `stage`
+/// (a pair `[name, {…}]` is what serde makes of a tuple, and no reader wants it).
+pub fn stages_json(stages: &[(String, cchist::stages::StageStats)]) -> serde_json::Value {
+    stages
+        .iter()
+        .map(|(name, st)| {
+            let mut o = serde_json::Map::new();
+            o.insert("stage".into(), json!(name));
+            if let serde_json::Value::Object(m) = json!(st) {
+                o.extend(m);
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect()
+}
+
+fn stages_as_objects<S: serde::Serializer>(
+    stages: &[(String, cchist::stages::StageStats)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&stages_json(stages), s)
+}
+
+/// A file's report as JSON, its stages as [`stages_json`] gives them.
+pub fn report_json(r: &FileReport) -> serde_json::Value {
+    let mut v = json!(r);
+    v["stages"] = stages_json(&r.stages);
+    v
 }
 
 /// Add up the outcomes.
@@ -216,7 +272,7 @@ pub fn report(
                     };
                     say!("cchist: skipped {name}: a binary file (NUL bytes or not UTF-8), left byte for byte{found}");
                 }
-                files.push(json!({"file": name, "ok": true, "report": r}));
+                files.push(json!({"file": name, "ok": true, "report": report_json(r)}));
             }
             Err(e) => {
                 failed += 1;
