@@ -87,6 +87,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         );
         return Ok(ExitStatus::Ok);
     }
+    let key = baseline_key(&mut args)?;
     let config = match &args.pipeline {
         Some(p) => {
             let has_redact = cchist::engine::config::load(p)?
@@ -218,9 +219,10 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         baseline::write(path, &files)?;
         let n: usize = files.iter().map(|f| f.findings.len()).sum();
         say!(
-            "cchist: wrote {} to {}",
+            "cchist: wrote {} to {}, fingerprints keyed by {}",
             super::print::count(n, "known finding", "known findings"),
-            path.display()
+            path.display(),
+            key.as_deref().unwrap_or("?")
         );
         return Ok(status);
     }
@@ -346,6 +348,59 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         Err(e) => Err(e),
         Ok(()) => Ok(status),
     }
+}
+
+/// The key a baseline's fingerprints are made with, so a baseline travels (a laptop's
+/// baseline must match in CI): `--key-file`, else `CCHIST_REDACT_KEY`, else the key file
+/// beside the baseline (`<baseline>.key`; `--write-baseline` creates it, 0600). Only without
+/// a baseline is the per-machine key used. Returns what the key is, for the messages.
+fn baseline_key(args: &mut CheckArgs) -> anyhow::Result<Option<String>> {
+    if let Some(k) = &args.rules.key_file {
+        return Ok(Some(format!("the key in {}", k.display())));
+    }
+    let env = cchist::stages::redact::KEY_ENV;
+    if std::env::var_os(env).is_some_and(|v| !v.is_empty()) {
+        return Ok(Some(env.to_string()));
+    }
+    let Some(base) = args.write_baseline.as_ref().or(args.baseline.as_ref()) else {
+        return Ok(None);
+    };
+    let mut name = base.as_os_str().to_owned();
+    name.push(".key");
+    let key = PathBuf::from(name);
+    let mut created = "";
+    if !key.exists() {
+        if args.write_baseline.is_none() {
+            say!(
+                "cchist: note: no {} beside the baseline and no {env}: fingerprints are keyed by this machine's key, so a baseline written elsewhere matches nothing (write baselines with {env} set, or keep the .key file --write-baseline writes beside them)",
+                key.display()
+            );
+            return Ok(Some("this machine's key".into()));
+        }
+        write_new_key(&key)?;
+        created = " (created; keep it with the baseline, or set CCHIST_REDACT_KEY in CI, so the baseline matches elsewhere)";
+    }
+    let what = format!("the key in {}{created}", key.display());
+    args.rules.key_file = Some(key);
+    Ok(Some(what))
+}
+
+/// A new 32-byte random key as hex in `path`, mode 0600, never over an existing file.
+fn write_new_key(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .map_err(|e| anyhow::anyhow!("reading /dev/urandom for a baseline key: {e}"))?;
+    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()))
+        .map_err(|e| anyhow::anyhow!("writing the baseline key {}: {e}", path.display()))
 }
 
 /// Whether writing the report failed because its reader went away.

@@ -417,3 +417,49 @@ fn an_os_error_is_said_once_and_counts_are_plural_only_when_they_should_be() {
     let o = out(s.cmd().arg("validate").arg(&s.session));
     assert!(stderr(&o).contains("1 file valid"), "{}", stderr(&o));
 }
+
+// 3. Baselines travel: keyed by a key beside them (or CCHIST_REDACT_KEY), not the machine's.
+
+#[test]
+fn a_baseline_written_under_one_home_matches_under_another() {
+    let s = Sandbox::new();
+    let base = s.root.parent().unwrap().join("baseline.json");
+    let laptop = tempfile::tempdir().unwrap();
+    let ci = tempfile::tempdir().unwrap();
+    let o = out(s
+        .cmd()
+        .env("HOME", laptop.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .arg("check")
+        .arg(&s.session)
+        .arg("--write-baseline")
+        .arg(&base));
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("baseline.json.key"), "{}", stderr(&o));
+    let o = out(s
+        .cmd()
+        .env("HOME", ci.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .arg("check")
+        .arg(&s.session)
+        .arg("--baseline")
+        .arg(&base));
+    assert_code(&o, 0);
+    // The same with the key in the environment instead.
+    let key = "k".repeat(40);
+    let base2 = s.root.parent().unwrap().join("b2.json");
+    let mut run = |home: &std::path::Path, flag: &str, file: &std::path::Path| {
+        out(s
+            .cmd()
+            .env("HOME", home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env("CCHIST_REDACT_KEY", &key)
+            .arg("check")
+            .arg(&s.session)
+            .arg(flag)
+            .arg(file))
+    };
+    let o = run(laptop.path(), "--write-baseline", &base2);
+    assert!(stderr(&o).contains("CCHIST_REDACT_KEY"), "{}", stderr(&o));
+    assert_code(&run(ci.path(), "--baseline", &base2), 0);
+}
