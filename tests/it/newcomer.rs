@@ -448,7 +448,7 @@ fn a_baseline_written_under_one_home_matches_under_another() {
     // The same with the key in the environment instead.
     let key = "k".repeat(40);
     let base2 = s.root.parent().unwrap().join("b2.json");
-    let mut run = |home: &std::path::Path, flag: &str, file: &std::path::Path| {
+    let run = |home: &std::path::Path, flag: &str, file: &std::path::Path| {
         out(s
             .cmd()
             .env("HOME", home)
