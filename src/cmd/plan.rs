@@ -252,10 +252,26 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         io.quiet || mode == Mode::Stdout,
         io.propagate.into(),
     );
+    let left = super::progress::take_interrupted(&mut outcomes);
     outcomes.extend(refused);
     let status = report(&outcomes, &mode, io.json(), &[])?;
     note_backups_keep_secrets(&outcomes, &mode, io.json());
-    Ok(status)
+    interrupted(&outcomes, left, &mode, started).map_or(Ok(status), Ok)
+}
+
+/// After a run Ctrl-C stopped (`left` inputs not started): say how far it got; exit 2.
+fn interrupted(
+    outcomes: &[runner::Outcome],
+    left: usize,
+    mode: &Mode,
+    started: std::time::SystemTime,
+) -> Option<ExitStatus> {
+    if left == 0 {
+        return None;
+    }
+    let undoable = matches!(mode, Mode::InPlace { backup: Some(b), .. } if b.starts_with(cchist::io::output::BACKUP_MARK));
+    super::progress::say_interrupted(outcomes.len(), left, undoable, started);
+    Some(ExitStatus::Error)
 }
 
 /// After an in-place run with `--backup` that redacted something: the backups hold the
@@ -480,7 +496,7 @@ fn all(
     if let Some(f) = io.diff {
         return preview(&pipeline, &walk.inputs, io, f);
     }
-    let outcomes = super::progress::run_with_bar(
+    let mut outcomes = super::progress::run_with_bar(
         &pipeline,
         &walk.inputs,
         mode.clone(),
@@ -488,8 +504,12 @@ fn all(
         io.quiet || mode == Mode::Stdout,
         io.propagate.into(),
     );
+    let left = super::progress::take_interrupted(&mut outcomes);
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
     note_backups_keep_secrets(&outcomes, &mode, io.json());
+    if let Some(s) = interrupted(&outcomes, left, &mode, started) {
+        return Ok(s);
+    }
     if !io.json() && outcomes.len() <= 1 {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }

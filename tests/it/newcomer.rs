@@ -463,3 +463,81 @@ fn a_baseline_written_under_one_home_matches_under_another() {
     assert!(stderr(&o).contains("CCHIST_REDACT_KEY"), "{}", stderr(&o));
     assert_code(&run(ci.path(), "--baseline", &base2), 0);
 }
+
+// 7. Ctrl-C in a bulk in-place run: stops between files, leaves no temp, says how to undo.
+
+#[test]
+fn sigint_in_a_bulk_run_stops_cleanly_and_says_how_to_undo() {
+    let s = Sandbox::new();
+    let dir = s.session.parent().unwrap().to_path_buf();
+    let data = std::fs::read(&s.session).unwrap();
+    // Each in-place write syncs to disk: a few hundred files take seconds.
+    for i in 0..400 {
+        let p = dir.join(format!("5b1f0000-0000-4000-8000-{i:012}.jsonl"));
+        std::fs::write(&p, &data).unwrap();
+        crate::common::age(&p, 3600);
+    }
+    let child = s
+        .cmd()
+        .args(["redact", "-i", "--backup", "-j", "1"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signal once the run has written something.
+    let backups = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".cchist-bak.")
+            })
+            .count()
+    };
+    let t0 = std::time::Instant::now();
+    while backups() == 0 && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child by its id.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let e = stderr(&o);
+    assert_code(&o, 2);
+    assert!(e.contains("interrupted after"), "{e}");
+    let done = backups();
+    assert!(
+        done > 0 && done < 401,
+        "{done} backups: the run did not stop"
+    );
+    // Nothing but sessions and their backups: no temp file.
+    for n in std::fs::read_dir(&dir).unwrap() {
+        let n = n.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            n.ends_with(".jsonl") || n.contains(".cchist-bak."),
+            "left behind: {n}"
+        );
+    }
+    // The undo line it printed restores every file it changed.
+    let since = e
+        .split("undo --all --since ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_else(|| panic!("no undo line: {e}"))
+        .to_string();
+    let o = out(s.cmd().args(["undo", "--all", "--since", &since]));
+    assert_code(&o, 0);
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_some_and(|x| x == "jsonl") {
+            assert!(
+                std::fs::read_to_string(&p).unwrap().contains(&token()),
+                "{} not restored",
+                p.display()
+            );
+        }
+    }
+}
