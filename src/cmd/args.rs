@@ -66,7 +66,8 @@ pub struct IoArgs {
     /// Skip files matching this glob; repeatable.
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
-    /// No progress bar (it shows only when stderr is a terminal anyway).
+    /// Print nothing but errors on stderr: no progress bar, notes or summary (the
+    /// transcript on stdout and a `--json` report still are).
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Worker threads for multiple files (default: all cores).

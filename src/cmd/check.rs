@@ -60,7 +60,8 @@ pub struct CheckArgs {
     /// Which transcripts: a session, all, include/exclude globs.
     #[command(flatten)]
     pub scan: super::args::ScanArgs,
-    /// No progress bar (it shows only when stderr is a terminal anyway).
+    /// Print nothing but errors: the exit status says whether anything was found (no report
+    /// in text form, no progress bar).
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Worker threads (default: all cores).
@@ -76,6 +77,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if args.json {
         args.format = CheckFormat::Json;
     }
+    super::print::set_quiet(args.quiet);
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
         let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
@@ -237,7 +239,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         let mut out = std::io::stdout().lock();
         match args.format {
             CheckFormat::Text => {
-                out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
+                if !super::print::quiet() {
+                    out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
+                }
                 let with = files.iter().filter(|f| !f.findings.is_empty()).count();
                 if total == 0 {
                     say!(

@@ -38,6 +38,10 @@ pub struct LsArgs {
     /// Report format: `json` prints an array of sessions (see README for the fields).
     #[command(flatten)]
     pub format: super::args::FormatArgs,
+    /// Print nothing but errors: the exit status says whether the listing worked (a filter
+    /// that matches no project is exit 2).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// `ls --sort`.
@@ -67,6 +71,7 @@ struct Row {
 }
 
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
+    super::print::set_quiet(args.quiet);
     let projects = layout::projects_dir(&super::target::config_root()?);
     let mut sessions = layout::list_sessions(&projects)?;
     let any_sessions = !sessions.is_empty();
@@ -150,6 +155,9 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
     let mut out = std::io::stdout().lock();
     if args.format.json() {
         out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
+        return Ok(ExitStatus::Ok);
+    }
+    if super::print::quiet() {
         return Ok(ExitStatus::Ok);
     }
     if rows.is_empty() {

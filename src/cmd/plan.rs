@@ -171,6 +171,7 @@ pub fn scan_paths(
 
 /// Run `pipeline` as the I/O arguments say and report; the exit status reflects failures.
 pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus> {
+    super::print::set_quiet(io.quiet);
     let started = std::time::SystemTime::now();
     let mut paths = io.paths.clone();
     if let Some(id) = &io.session {
@@ -510,7 +511,7 @@ fn all(
     if let Some(s) = interrupted(&outcomes, left, &mode, started) {
         return Ok(s);
     }
-    if !io.json() && outcomes.len() <= 1 {
+    if !io.json() && outcomes.len() <= 1 && !super::print::quiet() {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }
     Ok(status)

@@ -22,11 +22,35 @@ pub fn safe_text(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `eprintln!` for a message that may hold file names or transcript text: printed through
-/// [`safe_text`], so neither can send the terminal a control sequence.
+/// [`safe_text`], so neither can send the terminal a control sequence. Under `-q`
+/// ([`set_quiet`]) only errors are said.
 macro_rules! say {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::cmd::print::safe_text(&format!($($arg)*)))
+        $crate::cmd::print::say_text(&format!($($arg)*))
     };
+}
+
+/// `-q` as grep and rg mean it: nothing but errors (and the exit status).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn `-q` on.
+pub fn set_quiet(on: bool) {
+    if on {
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether `-q` is on.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What [`say!`] prints: a line on stderr, unless `-q` is on and it is no error.
+pub fn say_text(msg: &str) {
+    if quiet() && !msg.contains("error") {
+        return;
+    }
+    eprintln!("{}", safe_text(msg));
 }
 pub(crate) use say;
 
@@ -306,7 +330,9 @@ pub fn report(
             "changed"
         };
         say!("cchist: {changed} of {} files {what}", outcomes.len());
-        eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
+        if !quiet() {
+            eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
+        }
         if *mode == Mode::DryRun {
             say!("{}", dry_run_hint(outcomes.len()));
         }

@@ -25,10 +25,14 @@ pub struct ValidateArgs {
     /// Which transcripts: a session, all, include/exclude globs.
     #[command(flatten)]
     pub scan: super::args::ScanArgs,
+    /// Print nothing but errors: the exit status says whether anything was found.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
     let format = args.format.get();
+    super::print::set_quiet(args.quiet);
     let mut paths =
         super::plan::scan_paths(&args.paths, args.scan.session.as_deref(), args.scan.all)?;
     let implicit_stdin = paths.is_empty();
@@ -60,6 +64,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
             status = ExitStatus::Findings;
         }
         match format {
+            Format::Text if super::print::quiet() => {}
             Format::Text => {
                 let c = super::color::stdout();
                 let one = [cchist::findings::report::FileFindings {

@@ -541,3 +541,27 @@ fn sigint_in_a_bulk_run_stops_cleanly_and_says_how_to_undo() {
         }
     }
 }
+
+// 13. `-q` as grep and rg mean it: nothing but errors, the exit status tells; on every
+// command that reports.
+
+#[test]
+fn quiet_prints_nothing_and_the_exit_status_tells() {
+    let s = Sandbox::new();
+    let o = out(s.cmd().args(["check", "-q"]).arg(&s.session));
+    assert_code(&o, 1);
+    assert_eq!((stdout(&o), stderr(&o)), (String::new(), String::new()));
+    let o = out(s.cmd().args(["validate", "-q"]).arg(&s.session));
+    assert_code(&o, 0);
+    assert_eq!((stdout(&o), stderr(&o)), (String::new(), String::new()));
+    let o = out(s.cmd().args(["ls", "-q"]));
+    assert_code(&o, 0);
+    assert_eq!((stdout(&o), stderr(&o)), (String::new(), String::new()));
+    let o = out(s.cmd().args(["redact", "-q", "-i"]).arg(&s.session));
+    assert_code(&o, 0);
+    assert_eq!(stderr(&o), "");
+    // Errors still show.
+    let o = out(s.cmd().args(["check", "-q", "/nonexistent/x.jsonl"]));
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("error"), "{}", stderr(&o));
+}
