@@ -61,10 +61,10 @@ pub struct IoArgs {
     #[arg(short = 'n', long)]
     pub dry_run: bool,
     /// Only walk files matching this glob (relative to the folder argument); repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub include: Vec<String>,
     /// Skip files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub exclude: Vec<String>,
     /// Print nothing but errors on stderr: no progress bar, notes or summary (the
     /// transcript on stdout and a `--json` report still are).
@@ -121,10 +121,10 @@ pub struct ScanArgs {
     #[arg(long)]
     pub all: bool,
     /// Only walk files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub include: Vec<String>,
     /// Skip files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub exclude: Vec<String>,
 }
 

@@ -565,3 +565,26 @@ fn quiet_prints_nothing_and_the_exit_status_tells() {
     assert_code(&o, 2);
     assert!(stderr(&o).contains("error"), "{}", stderr(&o));
 }
+
+// 12. `--include -home-…` without `=`; `*` stops at `/` as in rg and fd.
+
+#[test]
+fn include_takes_a_dashed_glob_and_star_stays_in_one_folder() {
+    let s = Sandbox::new();
+    let projects = s.root.join("projects");
+    let nested = projects.join("-home-dev-app/deeper");
+    std::fs::create_dir_all(&nested).unwrap();
+    std::fs::copy(&s.session, nested.join("other.jsonl")).unwrap();
+    let o = out(s
+        .cmd()
+        .args(["validate", "--include", "-home-dev-app/*.jsonl"])
+        .arg(&projects));
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("1 file valid"), "{}", stderr(&o));
+    // A glob without `/` matches names at any depth.
+    let o = out(s
+        .cmd()
+        .args(["validate", "--include", "*.jsonl"])
+        .arg(&projects));
+    assert!(stderr(&o).contains("2 files valid"), "{}", stderr(&o));
+}
