@@ -150,7 +150,7 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
         say!("{}: already installed", path.display());
         return Ok(ExitStatus::Ok);
     }
-    let backup = settings::write_settings(&path, &doc)?;
+    let backup = settings::write_settings_with(&path, &doc, keeps_backup(a.scope))?;
     say!(
         "{}: added `{}` for {}{}",
         path.display(),
@@ -159,6 +159,12 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
         kept(backup)
     );
     Ok(ExitStatus::Ok)
+}
+
+/// Whether writing the settings of `scope` keeps a backup: not a project's, which lives in
+/// its repository (version control keeps the previous version).
+fn keeps_backup(scope: ScopeArg) -> bool {
+    !matches!(scope, ScopeArg::Project)
 }
 
 fn kept(backup: Option<PathBuf>) -> String {
@@ -177,7 +183,21 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
         say!("{}: no cchist hook entry to remove", path.display());
         return Ok(ExitStatus::Ok);
     }
-    let backup = settings::write_settings(&path, &doc)?;
+    // A project settings file that held only cchist's hooks was cchist's: removed whole.
+    if matches!(a.scope, ScopeArg::Project) && doc.as_object().is_some_and(|o| o.is_empty()) {
+        std::fs::remove_file(&path)
+            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        if let Some(dir) = path.parent() {
+            // `.claude/` too, when nothing else is in it.
+            let _ = std::fs::remove_dir(dir);
+        }
+        say!(
+            "{}: removed cchist's hook entries; the file held nothing else and was removed",
+            path.display()
+        );
+        return Ok(ExitStatus::Ok);
+    }
+    let backup = settings::write_settings_with(&path, &doc, keeps_backup(a.scope))?;
     let what = match &a.event {
         Some(ev) => format!("removed cchist's entries for {}", ev.join(", ")),
         None => "removed cchist's hook entries".into(),

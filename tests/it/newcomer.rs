@@ -588,3 +588,52 @@ fn include_takes_a_dashed_glob_and_star_stays_in_one_folder() {
         .arg(&projects));
     assert!(stderr(&o).contains("2 files valid"), "{}", stderr(&o));
 }
+
+// 16. Project-scope hooks leave the repository as they found it; status lists a file once.
+
+#[test]
+fn project_scope_install_and_uninstall_leave_the_working_tree_clean() {
+    let s = Sandbox::new();
+    let repo = tempfile::tempdir().unwrap();
+    let names = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let run = |args: &[&str]| out(s.cmd().current_dir(repo.path()).args(args));
+    assert_code(&run(&["hook", "install", "--scope", "project"]), 0);
+    assert_code(&run(&["hook", "uninstall", "--scope", "project"]), 0);
+    assert!(
+        !repo.path().join(".claude/settings.json").exists(),
+        "{:?}",
+        names(&repo.path().join(".claude"))
+    );
+    // With settings of its own: back as they were, no backup file beside them.
+    let dir = repo.path().join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("settings.json"), "{\"model\": \"opus\"}\n").unwrap();
+    assert_code(&run(&["hook", "install", "--scope", "project"]), 0);
+    assert_code(&run(&["hook", "uninstall", "--scope", "project"]), 0);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("settings.json")).unwrap()).unwrap();
+    assert_eq!(doc, serde_json::json!({"model": "opus"}));
+    assert_eq!(names(&dir), vec!["settings.json".to_string()]);
+    // Run from the home folder, the project's settings are the user's: listed once.
+    let o = out(s
+        .cmd()
+        .current_dir(repo.path())
+        .env("CLAUDE_CONFIG_DIR", &dir)
+        .args(["hook", "status"]));
+    assert_code(&o, 0);
+    assert_eq!(
+        stdout(&o).matches("no cchist hook").count(),
+        1,
+        "{}",
+        stdout(&o)
+    );
+}
