@@ -56,7 +56,10 @@ fn main() -> ExitCode {
         default_hook(info)
     }));
     let args = match cli::paths_not_flags(std::env::args_os().collect()) {
-        Ok(args) => cli::Cli::parse_from(args),
+        Ok(args) => match cli::Cli::try_parse_from(args) {
+            Ok(a) => a,
+            Err(e) => return usage_error(e),
+        },
         Err(msg) => {
             eprintln!(
                 "cchist: error: {}",
@@ -84,6 +87,30 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// A command line clap refused, in cchist's one error style (`cchist: error: …`, exit 2);
+/// help and version print as clap prints them.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let text = text
+        .trim_end()
+        .strip_prefix("error: ")
+        .unwrap_or(text.trim_end());
+    eprintln!(
+        "cchist: error: {}",
+        cchist::findings::report::printable_text(text)
+    );
+    ExitCode::from(ExitStatus::Error as u8)
 }
 
 /// The error and its causes, `a: b: c`, each said once: the library's errors already end

@@ -637,3 +637,21 @@ fn project_scope_install_and_uninstall_leave_the_working_tree_clean() {
         stdout(&o)
     );
 }
+
+// 19. One error style: a refused command line reads like every other error.
+
+#[test]
+fn usage_errors_read_like_every_other_error() {
+    let s = Sandbox::new();
+    for args in [&["ls", "--sort", "bogus"][..], &["check", "--nope"]] {
+        let o = out(s.cmd().args(args));
+        assert_code(&o, 2);
+        assert!(
+            stderr(&o).starts_with("cchist: error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // Help is still help.
+    assert_code(&out(s.cmd().args(["check", "--help"])), 0);
+}
