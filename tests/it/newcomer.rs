@@ -655,3 +655,38 @@ fn usage_errors_read_like_every_other_error() {
     // Help is still help.
     assert_code(&out(s.cmd().args(["check", "--help"])), 0);
 }
+
+// 10. A man page for every subcommand the top page refers to, with the sections a man page
+// has.
+
+#[test]
+fn man_pages_exist_for_every_subcommand_with_exit_status_and_environment() {
+    let s = Sandbox::new();
+    let top = stdout(&out(s.cmd().arg("man")));
+    let o = out(s.cmd().args(["man", "run"]));
+    assert_code(&o, 0);
+    let run = stdout(&o);
+    assert!(run.contains(".TH cchist-run"), "{run}");
+    for page in [&top, &run] {
+        for section in ["EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES"] {
+            assert!(page.contains(section), "{section} missing");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    assert_code(&out(s.cmd().args(["man", "--out-dir"]).arg(dir.path())), 0);
+    // Every cchist-X(1) the top page names is written.
+    let names: Vec<String> = top
+        .split("cchist\\-")
+        .skip(1)
+        .filter_map(|r| r.split_once("(1)").map(|(n, _)| n.replace("\\-", "-")))
+        .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    for name in names {
+        assert!(
+            dir.path().join(format!("cchist-{name}.1")).is_file(),
+            "cchist-{name}(1) is referred to but not written"
+        );
+    }
+    assert_code(&out(s.cmd().args(["man", "nope"])), 2);
+}
