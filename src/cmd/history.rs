@@ -294,9 +294,16 @@ fn print_rows<T: serde::Serialize>(
     if a.format.json() {
         out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
     } else {
+        // On a terminal each row fits its width (by display width: CJK takes two columns),
+        // so rows never wrap; into a file or pipe they are written whole.
+        let width = super::print::terminal_width();
         for r in &rows {
             let shown = super::print::shown_text(&line(r));
-            writeln!(out, "{}", super::print::safe(&shown))?;
+            let shown = super::print::safe(&shown);
+            match width {
+                Some(w) => writeln!(out, "{}", super::print::fit(&shown, w))?,
+                None => writeln!(out, "{shown}")?,
+            }
         }
     }
     Ok(ExitStatus::Ok)

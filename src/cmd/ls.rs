@@ -164,7 +164,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
         say!("cchist: no sessions under {}", projects.display());
         return Ok(ExitStatus::Ok);
     }
-    let width = terminal_width();
+    let width = super::print::terminal_width();
     let mut i = 0;
     while i < rows.len() {
         let dir = &rows[i].project_dir;
@@ -200,10 +200,11 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 if r.live.is_some() { "  LIVE" } else { "" },
             );
             let room = width.map_or(usize::MAX, |w| w.saturating_sub(head.chars().count() + 2));
+            // Cut by display width: a CJK prompt cut by characters would wrap the row.
             let prompt = if room < 10 {
                 String::new()
             } else {
-                turns::shorten(&r.first_prompt, room)
+                super::print::fit(&turns::shorten(&r.first_prompt, usize::MAX), room)
             };
             writeln!(out, "{}", super::print::safe(&format!("{head}  {prompt}")))?;
         }
@@ -212,21 +213,6 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
         say!("cchist: {} of {total} sessions shown (--limit)", rows.len());
     }
     Ok(ExitStatus::Ok)
-}
-
-/// Columns of the terminal stdout is, if it is one (`COLUMNS` wins); `None` when stdout is
-/// a file or a pipe, where lines are not cut.
-fn terminal_width() -> Option<usize> {
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
-        return Some(c);
-    }
-    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        return None;
-    }
-    // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
 }
 
 fn describe(s: &SessionFile) -> anyhow::Result<Row> {

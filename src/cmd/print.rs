@@ -103,6 +103,42 @@ fn shell_quoted(s: &str) -> String {
     }
 }
 
+/// Columns of the terminal stdout is, if it is one (`COLUMNS` wins); `None` when stdout is
+/// a file or a pipe, where lines are not cut.
+pub fn terminal_width() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return Some(c);
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+/// `s` cut to at most `cols` terminal columns, by display width (a CJK character takes two),
+/// ending in `…` when cut.
+pub fn fit(s: &str, cols: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if s.width() <= cols {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > cols.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
 /// `1 file`, `2 files`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -690,3 +690,27 @@ fn man_pages_exist_for_every_subcommand_with_exit_status_and_environment() {
     }
     assert_code(&out(s.cmd().args(["man", "nope"])), 2);
 }
+
+// 14. Rows fit the terminal by display width: a CJK prompt takes two columns a character.
+
+#[test]
+fn history_and_ls_rows_fit_the_terminal_by_display_width() {
+    use unicode_width::UnicodeWidthStr;
+    let s = Sandbox::new();
+    let cjk = "会话记录的安全转换工具".repeat(12);
+    let data = record("user", "u1", None, &cjk) + &record("assistant", "a1", Some("u1"), "好");
+    std::fs::write(&s.session, data).unwrap();
+    for (cols, args) in [
+        (80, &["history", "list", "-s", "5b1f0000"][..]),
+        (80, &["ls"]),
+        (200, &["history", "list", "-s", "5b1f0000"]),
+    ] {
+        let o = out(s.cmd().env("COLUMNS", cols.to_string()).args(args));
+        assert_code(&o, 0);
+        let text = stdout(&o);
+        assert!(text.contains("会话"), "{args:?}: {text}");
+        for line in text.lines() {
+            assert!(line.width() <= cols, "{args:?} at {cols}: {line}");
+        }
+    }
+}
