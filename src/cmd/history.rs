@@ -247,7 +247,9 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
             "{:>4}  {}  {}  {:>3} tools {:>10}  {}",
             r.number,
             r.uuid,
-            r.time.as_deref().unwrap_or("?"),
+            r.time
+                .as_deref()
+                .map_or("?".into(), super::print::local_time),
             r.tool_calls,
             super::print::human_bytes(r.bytes as u64),
             r.prompt
@@ -271,7 +273,9 @@ fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitSta
             r.number,
             r.turn,
             r.uuid,
-            r.time.as_deref().unwrap_or("?"),
+            r.time
+                .as_deref()
+                .map_or("?".into(), super::print::local_time),
             r.records,
             super::print::human_bytes(r.bytes as u64),
             turns::shorten(&tools, 40),

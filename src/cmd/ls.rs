@@ -190,12 +190,13 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             let when = r
                 .modified
                 .as_deref()
-                .map(|m| m.get(..16).unwrap_or(m).replace('T', " "))
+                .map(super::print::local_time)
                 .unwrap_or_else(|| "?".into());
             let head = format!(
-                "  {:<8}  {when:<16}  {:>5} turns  {:>10}{}",
+                "  {:<8}  {when:<23}  {:>5} {}  {:>10}{}",
                 r.id.get(..8).unwrap_or(&r.id),
                 r.turns,
+                if r.turns == 1 { "turn " } else { "turns" },
                 human_bytes(r.bytes),
                 if r.live.is_some() { "  LIVE" } else { "" },
             );

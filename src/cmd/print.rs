@@ -139,6 +139,44 @@ pub fn fit(s: &str, cols: usize) -> String {
     out
 }
 
+/// An RFC 3339 time (as transcripts and `--json` carry them) as the terminal shows times:
+/// local, to the minute, with its UTC offset (`2026-04-01 19:00 +09:00`); the text as it is
+/// when it is no time.
+pub fn local_time(rfc3339: &str) -> String {
+    let Ok(t) = cchist::io::clock::parse(rfc3339) else {
+        return rfc3339.to_string();
+    };
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    // SAFETY: localtime_r fills the tm we own; tzset reads TZ first, as localtime_r may not.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe {
+        tzset();
+        !libc::localtime_r(&secs, &mut tm).is_null()
+    };
+    if !ok {
+        return rfc3339.to_string();
+    }
+    let off = tm.tm_gmtoff / 60;
+    let sign = if off < 0 { '-' } else { '+' };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} {sign}{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        off.abs() / 60,
+        off.abs() % 60
+    )
+}
+
+extern "C" {
+    fn tzset();
+}
+
 /// `1 file`, `2 files`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -215,7 +215,15 @@ fn list(since: Option<&str>, format: &FormatArgs, every: bool) -> anyhow::Result
     }
     let mut out = std::io::stdout().lock();
     if format.json() {
-        serde_json::to_writer_pretty(&mut out, &all)?;
+        // One time format in every JSON document: RFC 3339 (the text keeps `undo --list`'s
+        // UTC `2026-12-01 10:31:23`, which `--since` takes back).
+        let mut doc = serde_json::to_value(&all)?;
+        for b in doc.as_array_mut().into_iter().flatten() {
+            if let Some(t) = b["time"].as_str().filter(|t| t.len() == 19) {
+                b["time"] = serde_json::json!(format!("{}Z", t.replacen(' ', "T", 1)));
+            }
+        }
+        serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
         return Ok(ExitStatus::Ok);
     }

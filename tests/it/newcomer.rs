@@ -714,3 +714,42 @@ fn history_and_ls_rows_fit_the_terminal_by_display_width() {
         }
     }
 }
+
+// 11. Local times on the terminal, with their offset; RFC 3339 in every JSON document.
+
+#[test]
+fn times_are_local_with_an_offset_in_text_and_rfc3339_in_json() {
+    let s = Sandbox::new();
+    // POSIX TZ form: needs no time zone database. 10:00 UTC is 19:00 at +09:00.
+    let o = out(s
+        .cmd()
+        .env("TZ", "JST-9")
+        .args(["history", "list", "-s", "5b1f0000"]));
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("2026-04-01 19:00 +09:00"),
+        "{}",
+        stdout(&o)
+    );
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_775_037_600); // 2026-04-01T10:00Z
+    crate::common::set_mtime(&s.session, at);
+    let o = out(s.cmd().env("TZ", "JST-9").arg("ls"));
+    assert!(
+        stdout(&o).contains("2026-04-01 19:00 +09:00") && stdout(&o).contains(" 1 turn "),
+        "{}",
+        stdout(&o)
+    );
+    assert_code(
+        &out(s.cmd().args(["redact", "-i", "--backup"]).arg(&s.session)),
+        0,
+    );
+    let rfc3339 = |t: &str| t.len() >= 20 && t.as_bytes()[10] == b'T' && t.ends_with('Z');
+    let o = out(s.cmd().args(["undo", "--list", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = v[0]["time"].as_str().unwrap_or_default().to_string();
+    assert!(rfc3339(&t), "undo --list --json time: {t}");
+    let o = out(s.cmd().args(["ls", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = v[0]["modified"].as_str().unwrap_or_default().to_string();
+    assert!(rfc3339(&t), "ls --json modified: {t}");
+}
