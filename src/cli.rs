@@ -65,8 +65,15 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff; `cchist man > cchist.1 && man ./cchist.1`).
-    Man,
+    /// Print a man page (roff; `cchist man > cchist.1 && man ./cchist.1`, `cchist man run`
+    /// for cchist-run(1)), or write them all with --out-dir.
+    Man {
+        /// The subcommand whose page to print (cchist-SUBCOMMAND(1)); none: cchist(1).
+        subcommand: Option<String>,
+        /// Write cchist.1 and every cchist-SUBCOMMAND.1 into DIR instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+        out_dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// The arguments with each one that starts with `-`, is no flag of its command, and names an
@@ -77,16 +84,21 @@ pub enum Command {
 /// `--` is left alone, and so is the value of an option — text (`--text -x` must write `-x`,
 /// not `./-x`, into the transcript) — unless the option takes a path, where `./-x` names the
 /// same file (`--file -home-dev-webapp/s.jsonl`).
-pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+///
+/// Such an argument that names nothing and looks like a path (`-home-dev-webapp`: a dash,
+/// slash or dot after its first letter) is an error naming it: clap would take it for a
+/// cluster of short flags, `-h` first, and print help with exit 0.
+pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Result<Vec<std::ffi::OsString>, String> {
     use clap::CommandFactory;
     // Most command lines have no such argument: leave them without building the command tree
     // (hooks run on every Claude Code event).
     let dashed = |a: &std::ffi::OsString| {
-        a.to_str()
-            .is_some_and(|s| s.starts_with('-') && s.len() > 1 && std::path::Path::new(s).exists())
+        a.to_str().is_some_and(|s| {
+            s.starts_with('-') && s.len() > 1 && (pathlike(s) || std::path::Path::new(s).exists())
+        })
     };
     if !args.iter().skip(1).any(dashed) {
-        return args;
+        return Ok(args);
     }
     let mut root = Cli::command();
     root.build();
@@ -122,6 +134,12 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
                     out.push(format!("./{s}").into());
                     continue;
                 }
+                None if pathlike(s) => {
+                    return Err(format!(
+                        "`{s}`: no such file or folder, and no flag of `{}` (Claude Code's project folders are under ~/.claude/projects, e.g. ~/.claude/projects/{s}; `cchist ls` lists them)",
+                        cur.get_bin_name().unwrap_or(cur.get_name())
+                    ));
+                }
                 None => {}
             }
         } else if let Some(sub) = cur.find_subcommand(s) {
@@ -129,7 +147,13 @@ pub fn paths_not_flags(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
         }
         out.push(a);
     }
-    out
+    Ok(out)
+}
+
+/// Whether a `-x…` argument looks like a path rather than mistyped short flags: a single
+/// dash, then a dash, slash or dot after its first letter (`-home-dev-webapp`, `-tmp/x`).
+fn pathlike(s: &str) -> bool {
+    !s.starts_with("--") && s.len() > 2 && s[2..].contains(['-', '/', '.'])
 }
 
 /// What the value after an option is.
@@ -208,11 +232,135 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
             std::io::Write::flush(&mut out)?;
             Ok(ExitStatus::Ok)
         }
-        Command::Man => {
-            use clap::CommandFactory;
-            let mut out = std::io::stdout().lock();
-            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            Ok(ExitStatus::Ok)
+        Command::Man {
+            subcommand,
+            out_dir,
+        } => man(subcommand.as_deref(), out_dir.as_deref()),
+    }
+}
+
+/// `cchist man`: cchist(1), a cchist-SUBCOMMAND(1) the top page refers to, or all of them
+/// into a folder; each with EXIT STATUS, ENVIRONMENT, FILES and EXAMPLES.
+fn man(sub: Option<&str>, out_dir: Option<&std::path::Path>) -> anyhow::Result<ExitStatus> {
+    use clap::CommandFactory;
+    let mut root = Cli::command();
+    root.build();
+    let page = |name: Option<&str>| -> anyhow::Result<Vec<u8>> {
+        let cmd = match name {
+            None => root.clone(),
+            Some(n) => {
+                let Some(c) = root.find_subcommand(n) else {
+                    let names: Vec<&str> = root.get_subcommands().map(|c| c.get_name()).collect();
+                    anyhow::bail!(
+                        "no subcommand `{n}`; man pages exist for: {}",
+                        names.join(", ")
+                    );
+                };
+                // clap names are `&'static str` (without its `string` feature): one short
+                // string per page, in a process that prints it and exits.
+                let title: &'static str = Box::leak(format!("cchist-{n}").into_boxed_str());
+                c.clone()
+                    .name(title)
+                    .bin_name(format!("cchist {n}"))
+                    .version(env!("CARGO_PKG_VERSION"))
+            }
+        };
+        let m = clap_mangen::Man::new(cmd.clone());
+        let mut buf = Vec::new();
+        m.render_title(&mut buf)?;
+        m.render_name_section(&mut buf)?;
+        m.render_synopsis_section(&mut buf)?;
+        m.render_description_section(&mut buf)?;
+        if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+            m.render_options_section(&mut buf)?;
+        }
+        if cmd.has_subcommands() {
+            m.render_subcommands_section(&mut buf)?;
+        }
+        buf.extend_from_slice(man_sections(name).as_bytes());
+        m.render_version_section(&mut buf)?;
+        Ok(buf)
+    };
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(dir)?;
+        let mut names: Vec<Option<String>> = vec![None];
+        names.extend(
+            root.get_subcommands()
+                .map(|c| Some(c.get_name().to_string())),
+        );
+        for n in &names {
+            let file = match n {
+                None => dir.join("cchist.1"),
+                Some(n) => dir.join(format!("cchist-{n}.1")),
+            };
+            std::fs::write(&file, page(n.as_deref())?)
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+        }
+        eprintln!(
+            "cchist: wrote {} man pages to {} (`man -l {}/cchist.1`; or put them in a man1 folder on MANPATH)",
+            names.len(),
+            cchist::findings::report::printable_text(&dir.display().to_string()),
+            cchist::findings::report::printable_text(&dir.display().to_string())
+        );
+        return Ok(ExitStatus::Ok);
+    }
+    let buf = page(sub)?;
+    let mut out = std::io::stdout().lock();
+    std::io::Write::write_all(&mut out, &buf)?;
+    Ok(ExitStatus::Ok)
+}
+
+/// The sections clap_mangen does not write: EXIT STATUS, ENVIRONMENT, FILES, EXAMPLES, SEE
+/// ALSO (roff).
+fn man_sections(sub: Option<&str>) -> String {
+    let examples: &[&str] = match sub {
+        None | Some("check") => &[
+            "cchist check",
+            "cchist check \\-\\-all \\-\\-format sarif > cchist.sarif",
+            "cchist check \\-\\-write\\-baseline baseline.json ~/.claude/projects",
+        ],
+        Some("redact") => &[
+            "cchist redact \\-\\-in\\-place \\-\\-backup ~/.claude/projects",
+            "cchist redact \\-\\-diff \\-s 5b1f",
+        ],
+        Some("run") => &[
+            "cchist run \\-p share \\-\\-dry\\-run \\-\\-all",
+            "cchist run \\-p scrub \\-\\-fork \\-s 5b1f",
+        ],
+        Some("undo") => &[
+            "cchist undo \\-\\-list",
+            "cchist undo \\-\\-all \\-\\-since 1h",
+        ],
+        Some("ls") => &["cchist ls \\-\\-sort size \\-l 20"],
+        Some("hook") => &["cchist hook install", "cchist hook status \\-\\-json"],
+        Some("validate") => &["cchist validate \\-\\-all"],
+        Some("history") => &["cchist history list \\-s 5b1f"],
+        Some(_) => &[],
+    };
+    let mut s = String::from(concat!(
+        ".SH \"EXIT STATUS\"\n",
+        ".TP\n0\nsuccess; for check and validate, nothing found\n",
+        ".TP\n1\nfindings (check, validate)\n",
+        ".TP\n2\nerror: bad arguments, unreadable or empty input, a failed file in a bulk run, Ctrl\\-C\n",
+        ".SH ENVIRONMENT\n",
+        ".TP\nCLAUDE_CONFIG_DIR\nClaude Code's config folder (default ~/.claude); it must exist\n",
+        ".TP\nCCHIST_REDACT_KEY\nkey for fingerprints and pseudonyms (baselines keyed by it travel between machines)\n",
+        ".TP\nCCHIST_LOCK_WAIT\nseconds an in\\-place write waits for another cchist (default 10)\n",
+        ".TP\nNO_COLOR\nno color in text output\n",
+        ".TP\nXDG_CONFIG_HOME, HOME\nwhere the per\\-machine key lives\n",
+        ".SH FILES\n",
+        ".TP\n$CLAUDE_CONFIG_DIR/projects/<folder>/<id>.jsonl\nsession transcripts, with <id>/ (sub\\-agents, tool\\-results) beside them\n",
+        ".TP\n<file>.cchist\\-bak.<time>\nbackups that cchist undo restores and cchist backups prune removes\n",
+        ".TP\n$CLAUDE_CONFIG_DIR/settings.json, ./.claude/settings.json\nwhere cchist hook install adds its hooks\n",
+        ".TP\n$CLAUDE_CONFIG_DIR/cchist/hook.log\none line per hook run\n",
+        ".TP\n~/.config/cchist/redact.key, <baseline>.key\nfingerprint keys: per machine, and beside a baseline\n",
+    ));
+    if !examples.is_empty() {
+        s.push_str(".SH EXAMPLES\n");
+        for e in examples {
+            s.push_str(&format!(".PP\n.nf\n{e}\n.fi\n"));
         }
     }
+    s.push_str(".SH \"SEE ALSO\"\ncchist(1), and cchist\\-SUBCOMMAND(1) for each subcommand (cchist man \\-\\-out\\-dir DIR writes them all)\n");
+    s
 }

@@ -55,7 +55,19 @@ fn main() -> ExitCode {
         }
         default_hook(info)
     }));
-    let args = cli::Cli::parse_from(cli::paths_not_flags(std::env::args_os().collect()));
+    let args = match cli::paths_not_flags(std::env::args_os().collect()) {
+        Ok(args) => match cli::Cli::try_parse_from(args) {
+            Ok(a) => a,
+            Err(e) => return usage_error(e),
+        },
+        Err(msg) => {
+            eprintln!(
+                "cchist: error: {}",
+                cchist::findings::report::printable_text(&msg)
+            );
+            return ExitCode::from(ExitStatus::Error as u8);
+        }
+    };
     cmd::color::set(args.color);
     let status = match cli::dispatch(args.command) {
         Ok(s) => s,
@@ -65,7 +77,7 @@ fn main() -> ExitCode {
                 ExitStatus::Ok
             } else {
                 // The message may name a file or quote a transcript: no control characters.
-                let msg = format!("{e:#}");
+                let msg = chain_text(&e);
                 eprintln!(
                     "cchist: error: {}",
                     cchist::findings::report::printable_text(&msg)
@@ -75,6 +87,47 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// A command line clap refused, in cchist's one error style (`cchist: error: …`, exit 2);
+/// help and version print as clap prints them.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let text = e.render().to_string();
+    let text = text
+        .trim_end()
+        .strip_prefix("error: ")
+        .unwrap_or(text.trim_end());
+    eprintln!(
+        "cchist: error: {}",
+        cchist::findings::report::printable_text(text)
+    );
+    ExitCode::from(ExitStatus::Error as u8)
+}
+
+/// The error and its causes, `a: b: c`, each said once: the library's errors already end
+/// with their source (`x.jsonl: stat: No such file or directory`), which `{:#}` would repeat.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.ends_with(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
 }
 
 /// Whether the error is, somewhere in its chain, a write to a closed pipe: an I/O error, a JSON

@@ -146,6 +146,13 @@ pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>) -> bool {
         }
     }
     hooks.retain(|_, g| !g.as_array().is_some_and(Vec::is_empty));
+    // A `hooks` table that only ever held cchist's entries goes with them: uninstall leaves
+    // the file as it was before install, not `{"hooks": {}}`.
+    if changed && hooks.is_empty() {
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("hooks");
+        }
+    }
     changed
 }
 
@@ -208,7 +215,15 @@ fn write_target(path: &Path) -> Result<PathBuf> {
 /// Write settings.json atomically (through a link, to its target), keeping a backup of the
 /// previous version; returns the backup's path.
 pub fn write_settings(path: &Path, doc: &Value) -> Result<Option<PathBuf>> {
+    write_settings_with(path, doc, true)
+}
+
+/// [`write_settings`], keeping a backup only when `backup` (a project's settings live in its
+/// repository, where version control keeps the previous version and a backup file would be
+/// litter in the working tree).
+pub fn write_settings_with(path: &Path, doc: &Value, backup: bool) -> Result<Option<PathBuf>> {
     use std::io::Write;
+    let keep = backup;
     let path = &write_target(path)?;
     let o = Origin::file(path);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -220,6 +235,8 @@ pub fn write_settings(path: &Path, doc: &Value) -> Result<Option<PathBuf>> {
     if let Ok(meta) = std::fs::metadata(path) {
         use std::os::unix::fs::MetadataExt;
         mode = meta.mode();
+    }
+    if let (Ok(_), true) = (std::fs::metadata(path), keep) {
         let mut name = path.as_os_str().to_owned();
         name.push(format!(
             ".cchist-bak.{}",
@@ -288,7 +305,8 @@ mod tests {
         );
         assert_eq!(installed(&doc).len(), 1);
         assert!(uninstall_from(&mut doc, None));
-        assert_eq!(doc, json!({"hooks": {}}));
+        // The `hooks` table cchist added goes with its entries.
+        assert_eq!(doc, json!({}));
     }
 
     #[test]

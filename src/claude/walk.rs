@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 
 use crate::claude::layout::SessionFile;
 use crate::error::{Error, Origin, Result};
@@ -59,7 +59,17 @@ fn build_set(globs: &[String]) -> Result<Option<GlobSet>> {
     }
     let mut b = GlobSetBuilder::new();
     for g in globs {
-        let glob = Glob::new(g).map_err(|e| Error::Other(format!("invalid glob `{g}`: {e}")))?;
+        // As in rg and fd: `*` stops at `/`, and a glob without a `/` matches a file's name
+        // at any depth (gitignore's rule), one with a `/` the path relative to the folder.
+        let anchored = if g.contains('/') {
+            g.clone()
+        } else {
+            format!("**/{g}")
+        };
+        let glob = globset::GlobBuilder::new(&anchored)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| Error::Other(format!("invalid glob `{g}`: {e}")))?;
         b.add(glob);
     }
     b.build()

@@ -33,12 +33,16 @@ pub struct IoArgs {
     pub in_place: bool,
     /// With --in-place: keep the original. Alone: as <file>.cchist-bak.<time>, which
     /// `cchist undo` restores (also for a whole run: `undo --all --since T`) and
-    /// `cchist backups prune` removes; with a SUFFIX (.bak, ~): as <file><SUFFIX>.
+    /// `cchist backups prune` removes; with `=SUFFIX` (--backup=.bak): as <file><SUFFIX>.
+    /// The backups keep the originals, secrets included.
+    // A value only with `=`: `--backup ~/.claude/projects` is the flag and a path, never a
+    // suffix.
     #[arg(
         long,
         value_name = "SUFFIX",
         requires = "in_place",
         num_args = 0..=1,
+        require_equals = true,
         default_missing_value = "",
         value_parser = backup_suffix
     )]
@@ -57,12 +61,13 @@ pub struct IoArgs {
     #[arg(short = 'n', long)]
     pub dry_run: bool,
     /// Only walk files matching this glob (relative to the folder argument); repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub include: Vec<String>,
     /// Skip files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub exclude: Vec<String>,
-    /// No progress bar (it shows only when stderr is a terminal anyway).
+    /// Print nothing but errors on stderr: no progress bar, notes or summary (the
+    /// transcript on stdout and a `--json` report still are).
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Worker threads for multiple files (default: all cores).
@@ -116,10 +121,10 @@ pub struct ScanArgs {
     #[arg(long)]
     pub all: bool,
     /// Only walk files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub include: Vec<String>,
     /// Skip files matching this glob; repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", allow_hyphen_values = true)]
     pub exclude: Vec<String>,
 }
 
@@ -136,7 +141,7 @@ fn backup_suffix(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err(format!(
-            "`{s}` is not a backup suffix (write one such as .bak or ~); for a backup `cchist undo` restores, give --backup without a value after the paths, or as --backup="
+            "`{s}` is not a backup suffix (write one such as .bak or ~); for a backup `cchist undo` restores, give --backup without a value"
         ))
     }
 }

@@ -60,7 +60,8 @@ pub struct CheckArgs {
     /// Which transcripts: a session, all, include/exclude globs.
     #[command(flatten)]
     pub scan: super::args::ScanArgs,
-    /// No progress bar (it shows only when stderr is a terminal anyway).
+    /// Print nothing but errors: the exit status says whether anything was found (no report
+    /// in text form, no progress bar).
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Worker threads (default: all cores).
@@ -76,6 +77,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if args.json {
         args.format = CheckFormat::Json;
     }
+    super::print::set_quiet(args.quiet);
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
         let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
@@ -87,6 +89,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         );
         return Ok(ExitStatus::Ok);
     }
+    let key = baseline_key(&mut args)?;
     let config = match &args.pipeline {
         Some(p) => {
             let has_redact = cchist::engine::config::load(p)?
@@ -117,16 +120,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     };
     let mut paths =
         super::plan::scan_paths(&args.paths, args.scan.session.as_deref(), args.scan.all)?;
-    if paths.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        // Nobody is going to type a transcript: check what Claude Code keeps instead of
-        // waiting on the terminal.
-        let projects =
-            cchist::claude::layout::projects_dir(&cchist::claude::layout::config_root()?);
-        say!(
-            "cchist: no path given and stdin is a terminal: checking every project under {} (name paths, or pipe a transcript in, to check those)",
-            projects.display()
-        );
-        paths.push(projects);
+    let implicit_stdin = paths.is_empty();
+    if implicit_stdin {
+        paths.extend(super::plan::no_path_input(true)?);
     }
     let mut walk = super::plan::inputs(&paths, &args.scan.include, &args.scan.exclude)?;
     // A session's secrets may sit in any of its files: sub-agents, metadata, tool-results and
@@ -157,6 +153,13 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         .filter(|o| matches!(&o.input, Input::File { path, .. } if copies.contains(path)))
         .map(|o| o.input.origin().to_string())
         .collect();
+    if implicit_stdin
+        && outcomes
+            .iter()
+            .any(|o| o.input == Input::Stdin && o.result.as_ref().is_ok_and(|r| r.bytes_in == 0))
+    {
+        return Err(super::plan::empty_stdin());
+    }
     let mut status = ExitStatus::Ok;
     let mut files: Vec<FileFindings> = Vec::new();
     let mut errors: Vec<(String, String)> = Vec::new();
@@ -201,8 +204,8 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if !skipped.is_empty() {
         status = ExitStatus::Error;
         say!(
-            "cchist: error: {} input(s) not scanned (listed above); the scan is incomplete — pass the real files to scan them",
-            skipped.len()
+            "cchist: error: {} not scanned (listed above); the scan is incomplete — pass the real files to scan them",
+            super::print::count(skipped.len(), "input", "inputs")
         );
     }
     let known = match &args.baseline {
@@ -217,95 +220,201 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     if let Some(path) = &args.write_baseline {
         baseline::write(path, &files)?;
         let n: usize = files.iter().map(|f| f.findings.len()).sum();
-        say!("cchist: wrote {n} known finding(s) to {}", path.display());
+        say!(
+            "cchist: wrote {} to {}, fingerprints keyed by {}",
+            super::print::count(n, "known finding", "known findings"),
+            path.display(),
+            key.as_deref().unwrap_or("?")
+        );
         return Ok(status);
     }
     files.retain(|f| !f.findings.is_empty() || args.format != CheckFormat::Sarif);
     let total: usize = files.iter().map(|f| f.findings.len()).sum();
-    let mut out = std::io::stdout().lock();
-    match args.format {
-        CheckFormat::Text => {
-            out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
-            let with = files.iter().filter(|f| !f.findings.is_empty()).count();
-            if total == 0 {
-                say!("cchist: nothing found in {scanned} file(s)");
-            } else {
-                let by_rule = report::json(&files)["summary"]["by_rule"].clone();
-                let rules: Vec<String> = by_rule
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .map(|(r, n)| format!("{r} {n}"))
-                    .collect();
-                say!(
-                    "cchist: {total} finding(s) in {with} of {scanned} file(s): {}",
-                    rules.join(", ")
-                );
-                let in_backups = files
-                    .iter()
-                    .filter(|f| !f.findings.is_empty() && backup_names.contains(&f.file))
-                    .count();
-                if in_backups > 0 {
-                    eprintln!(
-                        "cchist: {in_backups} of those files are backups or copies of a session (`cchist backups list` lists them): they keep what the session held when they were made; remove the ones you no longer need"
-                    );
-                }
-            }
-        }
-        CheckFormat::Json => {
-            files.retain(|f| !f.findings.is_empty() || outcomes.len() == 1);
-            let mut doc = report::json(&files);
-            doc["errors"] = json!(errors
-                .iter()
-                .map(|(f, e)| json!({"file": f, "error": e}))
-                .collect::<Vec<_>>());
-            doc["summary"]["scanned"] = json!(scanned);
-            doc["skipped"] = json!(skipped
-                .iter()
-                .map(|(f, why)| json!({"file": f, "reason": why}))
-                .collect::<Vec<_>>());
-            doc["summary"]["skipped"] = json!(skipped.len());
-            // Which of the files are backups or copies of a session, not sessions.
-            doc["backups"] = json!(files
-                .iter()
-                .filter(|f| backup_names.contains(&f.file))
-                .map(|f| f.file.clone())
-                .collect::<Vec<_>>());
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            writeln!(out)?;
-        }
-        CheckFormat::Sarif => {
-            let mut log = report::sarif(&files, &describe_rule);
-            // Inputs not scanned and files that failed are the run's notifications: a
-            // consumer sees the scan was incomplete, not a clean result.
-            let note = |f: &str, text: String| {
-                json!({
-                    "level": "error",
-                    "message": {"text": text},
-                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": report::uri(f)}}}],
-                })
-            };
-            let notes: Vec<_> = skipped
-                .iter()
-                .map(|(f, why)| note(f, format!("not scanned: {why}")))
-                .chain(
-                    errors
-                        .iter()
-                        .map(|(f, e)| note(f, format!("not scanned: {e}"))),
-                )
-                .collect();
-            log["runs"][0]["invocations"] = json!([{
-                "executionSuccessful": notes.is_empty(),
-                "toolExecutionNotifications": notes,
-            }]);
-            serde_json::to_writer_pretty(&mut out, &log)?;
-            writeln!(out)?;
-        }
-    }
     if total > 0 && status == ExitStatus::Ok {
         status = ExitStatus::Findings;
     }
-    Ok(status)
+    // The exit status is the findings', whoever reads the report: `check --json | head -1`
+    // closing the pipe early must not turn exit 1 into 0.
+    let written = (|| -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
+        match args.format {
+            CheckFormat::Text => {
+                if !super::print::quiet() {
+                    out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
+                }
+                let with = files.iter().filter(|f| !f.findings.is_empty()).count();
+                if total == 0 {
+                    say!(
+                        "cchist: nothing found in {}",
+                        super::print::count(scanned, "file", "files")
+                    );
+                } else {
+                    let by_rule = report::json(&files)["summary"]["by_rule"].clone();
+                    let rules: Vec<String> = by_rule
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(r, n)| format!("{r} {n}"))
+                        .collect();
+                    say!(
+                        "cchist: {} in {with} of {}: {}",
+                        super::print::count(total, "finding", "findings"),
+                        super::print::count(scanned, "file", "files"),
+                        rules.join(", ")
+                    );
+                    // Findings in backups are what sessions held before an edit: once the
+                    // sessions are clean, the backups are the only copies of those secrets.
+                    let (mut backups, mut copies, mut in_backups, mut in_copies) = (0, 0, 0, 0);
+                    for f in files
+                        .iter()
+                        .filter(|f| !f.findings.is_empty() && backup_names.contains(&f.file))
+                    {
+                        if f.file.contains(cchist::io::output::BACKUP_MARK)
+                            || f.file.contains(".cchist-undone.")
+                        {
+                            backups += 1;
+                            in_backups += f.findings.len();
+                        } else {
+                            copies += 1;
+                            in_copies += f.findings.len();
+                        }
+                    }
+                    if backups > 0 {
+                        say!(
+                            "cchist: {} of them in {}: they keep what the sessions held before an edit, now perhaps the only copies of those secrets — `cchist backups list` lists them, `cchist backups prune --older-than 0s` removes them once no `cchist undo` needs them",
+                            super::print::count(in_backups, "finding", "findings"),
+                            super::print::count(backups, "cchist backup", "cchist backups")
+                        );
+                    }
+                    if copies > 0 {
+                        say!(
+                            "cchist: {} of them in {} of a session (`--backup=SUFFIX` names; `cchist backups list` lists them): remove the ones you no longer need",
+                            super::print::count(in_copies, "finding", "findings"),
+                            super::print::count(copies, "copy", "copies")
+                        );
+                    }
+                }
+            }
+            CheckFormat::Json => {
+                files.retain(|f| !f.findings.is_empty() || outcomes.len() == 1);
+                let mut doc = report::json(&files);
+                doc["errors"] = json!(errors
+                    .iter()
+                    .map(|(f, e)| json!({"file": f, "error": e}))
+                    .collect::<Vec<_>>());
+                doc["summary"]["scanned"] = json!(scanned);
+                doc["skipped"] = json!(skipped
+                    .iter()
+                    .map(|(f, why)| json!({"file": f, "reason": why}))
+                    .collect::<Vec<_>>());
+                doc["summary"]["skipped"] = json!(skipped.len());
+                // Which of the files are backups or copies of a session, not sessions.
+                doc["backups"] = json!(files
+                    .iter()
+                    .filter(|f| backup_names.contains(&f.file))
+                    .map(|f| f.file.clone())
+                    .collect::<Vec<_>>());
+                serde_json::to_writer_pretty(&mut out, &doc)?;
+                writeln!(out)?;
+            }
+            CheckFormat::Sarif => {
+                let mut log = report::sarif(&files, &describe_rule);
+                // Inputs not scanned and files that failed are the run's notifications: a
+                // consumer sees the scan was incomplete, not a clean result.
+                let note = |f: &str, text: String| {
+                    json!({
+                        "level": "error",
+                        "message": {"text": text},
+                        "locations": [{"physicalLocation": {"artifactLocation": {"uri": report::uri(f)}}}],
+                    })
+                };
+                let notes: Vec<_> = skipped
+                    .iter()
+                    .map(|(f, why)| note(f, format!("not scanned: {why}")))
+                    .chain(
+                        errors
+                            .iter()
+                            .map(|(f, e)| note(f, format!("not scanned: {e}"))),
+                    )
+                    .collect();
+                log["runs"][0]["invocations"] = json!([{
+                    "executionSuccessful": notes.is_empty(),
+                    "toolExecutionNotifications": notes,
+                }]);
+                serde_json::to_writer_pretty(&mut out, &log)?;
+                writeln!(out)?;
+            }
+        }
+        Ok(())
+    })();
+    match written {
+        Err(e) if is_closed_pipe(&e) => Ok(status),
+        Err(e) => Err(e),
+        Ok(()) => Ok(status),
+    }
+}
+
+/// The key a baseline's fingerprints are made with, so a baseline travels (a laptop's
+/// baseline must match in CI): `--key-file`, else `CCHIST_REDACT_KEY`, else the key file
+/// beside the baseline (`<baseline>.key`; `--write-baseline` creates it, 0600). Only without
+/// a baseline is the per-machine key used. Returns what the key is, for the messages.
+fn baseline_key(args: &mut CheckArgs) -> anyhow::Result<Option<String>> {
+    if let Some(k) = &args.rules.key_file {
+        return Ok(Some(format!("the key in {}", k.display())));
+    }
+    let env = cchist::stages::redact::KEY_ENV;
+    if std::env::var_os(env).is_some_and(|v| !v.is_empty()) {
+        return Ok(Some(env.to_string()));
+    }
+    let Some(base) = args.write_baseline.as_ref().or(args.baseline.as_ref()) else {
+        return Ok(None);
+    };
+    let mut name = base.as_os_str().to_owned();
+    name.push(".key");
+    let key = PathBuf::from(name);
+    let mut created = "";
+    if !key.exists() {
+        if args.write_baseline.is_none() {
+            say!(
+                "cchist: note: no {} beside the baseline and no {env}: fingerprints are keyed by this machine's key, so a baseline written elsewhere matches nothing (write baselines with {env} set, or keep the .key file --write-baseline writes beside them)",
+                key.display()
+            );
+            return Ok(Some("this machine's key".into()));
+        }
+        write_new_key(&key)?;
+        created = " (created; keep it with the baseline, or set CCHIST_REDACT_KEY in CI, so the baseline matches elsewhere)";
+    }
+    let what = format!("the key in {}{created}", key.display());
+    args.rules.key_file = Some(key);
+    Ok(Some(what))
+}
+
+/// A new 32-byte random key as hex in `path`, mode 0600, never over an existing file.
+fn write_new_key(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .map_err(|e| anyhow::anyhow!("reading /dev/urandom for a baseline key: {e}"))?;
+    let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()))
+        .map_err(|e| anyhow::anyhow!("writing the baseline key {}: {e}", path.display()))
+}
+
+/// Whether writing the report failed because its reader went away.
+fn is_closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+    })
 }
 
 /// Add the other copies of each transcript among `inputs` ([`layout::copies`]: what

@@ -98,7 +98,7 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
             "labels": er.labels,
             "backup": backup,
             "fork": new,
-            "report": report,
+            "report": super::print::report_json(&report),
         });
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &doc)?;
@@ -128,7 +128,7 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
                 "{name}: left untouched; edited copy written to {}",
                 path.display()
             );
-            println!("claude --resume {id}");
+            println!("{}", super::print::resume_line(&path, &id));
         }
     }
     Ok(ExitStatus::Ok)

@@ -257,7 +257,9 @@ fn list(a: ListArgs) -> anyhow::Result<ExitStatus> {
             "{:>4}  {}  {}  {:>3} tools {:>10}  {:>9} {:>6}  {}",
             r.number,
             r.uuid,
-            r.time.as_deref().unwrap_or("?"),
+            r.time
+                .as_deref()
+                .map_or("?".into(), super::print::local_time),
             r.tool_calls,
             super::print::human_bytes(r.bytes as u64),
             ctx,
@@ -283,7 +285,9 @@ fn list_steps(session: &mut Session<'_>, a: &ListArgs) -> anyhow::Result<ExitSta
             r.number,
             r.turn,
             r.uuid,
-            r.time.as_deref().unwrap_or("?"),
+            r.time
+                .as_deref()
+                .map_or("?".into(), super::print::local_time),
             r.records,
             super::print::human_bytes(r.bytes as u64),
             turns::shorten(&tools, 40),
@@ -306,9 +310,16 @@ fn print_rows<T: serde::Serialize>(
     if a.format.json() {
         out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
     } else {
+        // On a terminal each row fits its width (by display width: CJK takes two columns),
+        // so rows never wrap; into a file or pipe they are written whole.
+        let width = super::print::terminal_width();
         for r in &rows {
             let shown = super::print::shown_text(&line(r));
-            writeln!(out, "{}", super::print::safe(&shown))?;
+            let shown = super::print::safe(&shown);
+            match width {
+                Some(w) => writeln!(out, "{}", super::print::fit(&shown, w))?,
+                None => writeln!(out, "{shown}")?,
+            }
         }
     }
     Ok(ExitStatus::Ok)

@@ -65,6 +65,11 @@ pub fn run(a: HookArgs) -> anyhow::Result<ExitStatus> {
         Some(HookAction::Install(i)) => hook_install::install(i),
         Some(HookAction::Uninstall(u)) => hook_install::uninstall(u),
         Some(HookAction::Status(s)) => hook_install::status(s),
+        // Claude Code always pipes the event in: a terminal means a person ran it, who must
+        // hear why nothing happens rather than wait (exit 2 cannot reach Claude Code here).
+        None if super::plan::stdin_is() == super::plan::StdinIs::Terminal => bail!(
+            "`cchist hook` reads the event JSON Claude Code sends on stdin, and stdin is a terminal: Claude Code runs it once installed (`cchist hook install`); to try it, pipe an event in"
+        ),
         None => Ok(run_hook(&a.pipeline, a.strict)),
     }
 }

@@ -48,6 +48,9 @@ pub struct StatusArgs {
     /// How many recent runs to show.
     #[arg(long, default_value_t = 10)]
     pub last: usize,
+    /// Report format: `json` prints the settings files, their cchist hooks and the last runs.
+    #[command(flatten)]
+    pub format: super::args::FormatArgs,
 }
 
 /// `--scope`.
@@ -147,7 +150,7 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
         say!("{}: already installed", path.display());
         return Ok(ExitStatus::Ok);
     }
-    let backup = settings::write_settings(&path, &doc)?;
+    let backup = settings::write_settings_with(&path, &doc, keeps_backup(a.scope))?;
     say!(
         "{}: added `{}` for {}{}",
         path.display(),
@@ -156,6 +159,12 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
         kept(backup)
     );
     Ok(ExitStatus::Ok)
+}
+
+/// Whether writing the settings of `scope` keeps a backup: not a project's, which lives in
+/// its repository (version control keeps the previous version).
+fn keeps_backup(scope: ScopeArg) -> bool {
+    !matches!(scope, ScopeArg::Project)
 }
 
 fn kept(backup: Option<PathBuf>) -> String {
@@ -174,7 +183,21 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
         say!("{}: no cchist hook entry to remove", path.display());
         return Ok(ExitStatus::Ok);
     }
-    let backup = settings::write_settings(&path, &doc)?;
+    // A project settings file that held only cchist's hooks was cchist's: removed whole.
+    if matches!(a.scope, ScopeArg::Project) && doc.as_object().is_some_and(|o| o.is_empty()) {
+        std::fs::remove_file(&path)
+            .map_err(|e| anyhow::anyhow!("removing {}: {e}", path.display()))?;
+        if let Some(dir) = path.parent() {
+            // `.claude/` too, when nothing else is in it.
+            let _ = std::fs::remove_dir(dir);
+        }
+        say!(
+            "{}: removed cchist's hook entries; the file held nothing else and was removed",
+            path.display()
+        );
+        return Ok(ExitStatus::Ok);
+    }
+    let backup = settings::write_settings_with(&path, &doc, keeps_backup(a.scope))?;
     let what = match &a.event {
         Some(ev) => format!("removed cchist's entries for {}", ev.join(", ")),
         None => "removed cchist's hook entries".into(),
@@ -185,15 +208,40 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
 
 pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
     let root = cchist::claude::layout::config_root()?;
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut scopes = Vec::new();
     for (label, scope) in [("user", Scope::User), ("project", Scope::Project)] {
         let path = settings::settings_path(scope)?;
+        // Run in the home folder, the project's settings are the user's: one file, once.
+        let same = path.canonicalize().unwrap_or_else(|_| path.clone());
+        if seen.contains(&same) {
+            if !a.format.json() {
+                tell!(
+                    "{label} settings {}: the user settings above",
+                    path.display()
+                );
+            }
+            continue;
+        }
+        seen.push(same);
         let entries = match settings::read_settings(&path) {
             Ok(doc) => settings::installed(&doc),
             Err(e) => {
-                tell!("{label} settings {}: {e}", path.display());
+                if !a.format.json() {
+                    tell!("{label} settings {}: {e}", path.display());
+                }
+                scopes.push(serde_json::json!({"scope": label, "file": path.display().to_string(), "error": e.to_string()}));
                 continue;
             }
         };
+        scopes.push(serde_json::json!({
+            "scope": label,
+            "file": path.display().to_string(),
+            "hooks": entries.iter().map(|(ev, cmd, t)| serde_json::json!({"event": ev, "command": cmd, "timeout": t})).collect::<Vec<_>>(),
+        }));
+        if a.format.json() {
+            continue;
+        }
         if entries.is_empty() {
             tell!("{label} settings {}: no cchist hook", path.display());
             continue;
@@ -208,6 +256,31 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
     }
     let runs = hook_log::read(&root);
     let log = hook_log::log_path(&root);
+    if a.format.json() {
+        let last: Vec<_> = runs
+            .iter()
+            .skip(runs.len().saturating_sub(a.last))
+            .map(|l| {
+                let mut l = l.clone();
+                l.detail = hook_log::shown_detail(&l.detail);
+                l
+            })
+            .collect();
+        let failures = runs.iter().filter(|l| l.is_failure()).count();
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(
+            &mut out,
+            &serde_json::json!({
+                "settings": scopes,
+                "log": log.display().to_string(),
+                "runs": runs.len(),
+                "failures": failures,
+                "last": last,
+            }),
+        )?;
+        std::io::Write::write_all(&mut out, b"\n")?;
+        return Ok(ExitStatus::Ok);
+    }
     if runs.is_empty() {
         tell!("no hook run logged in {}", log.display());
         return Ok(ExitStatus::Ok);

@@ -38,6 +38,10 @@ pub struct LsArgs {
     /// Report format: `json` prints an array of sessions (see README for the fields).
     #[command(flatten)]
     pub format: super::args::FormatArgs,
+    /// Print nothing but errors: the exit status says whether the listing worked (a filter
+    /// that matches no project is exit 2).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// `ls --sort`.
@@ -72,8 +76,10 @@ struct Row {
 }
 
 pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
-    let projects = layout::projects_dir(&layout::config_root()?);
+    super::print::set_quiet(args.quiet);
+    let projects = layout::projects_dir(&super::target::config_root()?);
     let mut sessions = layout::list_sessions(&projects)?;
+    let any_sessions = !sessions.is_empty();
     if let Some(folder) = args
         .project
         .as_deref()
@@ -90,6 +96,31 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 .is_some_and(|n| n == folder.as_str())
                 || layout::first_cwd(&s.path).as_deref() == Some(want.as_str())
         });
+    }
+    if let (Some(p), true) = (&args.project, any_sessions && sessions.is_empty()) {
+        // A project that matches nothing is a mistake (a name without its `-home-…` prefix),
+        // not an empty result: say which projects there are.
+        let mut names: Vec<String> = std::fs::read_dir(&projects)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let more = names.len().saturating_sub(10);
+        names.truncate(10);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        anyhow::bail!(
+            "--project {}: no such project under {}; there are: {}{more} (a folder name, a path, or the working directory Claude Code recorded)",
+            p.display(),
+            projects.display(),
+            names.join(", ")
+        );
     }
     if let Some(t) = &args.since {
         sessions.retain(|s| {
@@ -133,11 +164,14 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
         out.write_all(super::print::shown_json(&rows)?.as_bytes())?;
         return Ok(ExitStatus::Ok);
     }
+    if super::print::quiet() {
+        return Ok(ExitStatus::Ok);
+    }
     if rows.is_empty() {
         say!("cchist: no sessions under {}", projects.display());
         return Ok(ExitStatus::Ok);
     }
-    let width = terminal_width();
+    let width = super::print::terminal_width();
     let mut i = 0;
     while i < rows.len() {
         let dir = &rows[i].project_dir;
@@ -163,21 +197,23 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             let when = r
                 .modified
                 .as_deref()
-                .map(|m| m.get(..16).unwrap_or(m).replace('T', " "))
+                .map(super::print::local_time)
                 .unwrap_or_else(|| "?".into());
             let head = format!(
-                "  {:<8}  {when:<16}  {:>5} turns  {:>10}  {:>9}{}",
+                "  {:<8}  {when:<23}  {:>5} {}  {:>10}  {:>9}{}",
                 r.id.get(..8).unwrap_or(&r.id),
                 r.turns,
+                if r.turns == 1 { "turn " } else { "turns" },
                 human_bytes(r.bytes),
                 r.context,
                 if r.live.is_some() { "  LIVE" } else { "" },
             );
             let room = width.map_or(usize::MAX, |w| w.saturating_sub(head.chars().count() + 2));
+            // Cut by display width: a CJK prompt cut by characters would wrap the row.
             let prompt = if room < 10 {
                 String::new()
             } else {
-                turns::shorten(&r.first_prompt, room)
+                super::print::fit(&turns::shorten(&r.first_prompt, usize::MAX), room)
             };
             writeln!(out, "{}", super::print::safe(&format!("{head}  {prompt}")))?;
         }
@@ -186,21 +222,6 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
         say!("cchist: {} of {total} sessions shown (--limit)", rows.len());
     }
     Ok(ExitStatus::Ok)
-}
-
-/// Columns of the terminal stdout is, if it is one (`COLUMNS` wins); `None` when stdout is
-/// a file or a pipe, where lines are not cut.
-fn terminal_width() -> Option<usize> {
-    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
-        return Some(c);
-    }
-    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        return None;
-    }
-    // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
 }
 
 fn describe(s: &SessionFile, o: &cchist::transcript::context::Overrides) -> anyhow::Result<Row> {

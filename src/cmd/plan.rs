@@ -53,6 +53,80 @@ pub fn inputs(
     Ok(w)
 }
 
+/// What standard input is, for a command given no path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinIs {
+    /// A pipe, socket or non-empty file: read it (ripgrep's rule).
+    Data,
+    /// A terminal: nobody is going to type a transcript.
+    Terminal,
+    /// `/dev/null`, another device, an empty file, or closed: nothing to read.
+    Nothing,
+}
+
+/// What stdin is ([`StdinIs`]).
+pub fn stdin_is() -> StdinIs {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::FileTypeExt;
+    if std::io::stdin().is_terminal() {
+        return StdinIs::Terminal;
+    }
+    // SAFETY: fd 0 stays open for the whole process; it is only duplicated here.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    let Ok(meta) = fd
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+    else {
+        return StdinIs::Nothing;
+    };
+    let t = meta.file_type();
+    if t.is_fifo() || t.is_socket() || (t.is_file() && meta.len() > 0) {
+        StdinIs::Data
+    } else {
+        StdinIs::Nothing
+    }
+}
+
+/// What to pass instead of an unreadable stdin.
+const PASS_PATHS: &str = "name transcript files or folders (~/.claude/projects/<folder>), pass --session ID or --all, or pipe a transcript in";
+
+/// The one rule for a command given no path (README, "Input"): stdin is read when it is a
+/// pipe or a file with data. On a terminal, a read-only command (`check`, `validate`) scans
+/// every project (returned, said on stderr) and any other refuses; an empty or closed stdin
+/// is refused by all, so a CI gate can never pass over nothing.
+pub fn no_path_input(readonly: bool) -> anyhow::Result<Option<std::path::PathBuf>> {
+    match stdin_is() {
+        StdinIs::Data => Ok(None),
+        StdinIs::Terminal if readonly => {
+            let projects = layout::projects_dir(&layout::config_root()?);
+            if !projects.is_dir() {
+                bail!(
+                    "no path given and stdin is a terminal, and there is no projects folder at {}: {PASS_PATHS}",
+                    projects.display()
+                );
+            }
+            say!(
+                "cchist: no path given and stdin is a terminal: scanning every project under {} (name paths, or pipe a transcript in, to scan those)",
+                projects.display()
+            );
+            Ok(Some(projects))
+        }
+        StdinIs::Terminal => {
+            bail!("no path given and stdin is a terminal, so there is nothing to read: {PASS_PATHS}")
+        }
+        StdinIs::Nothing => bail!(
+            "no path given and stdin is empty (not a pipe or a file with data): nothing to read — {PASS_PATHS}"
+        ),
+    }
+}
+
+/// The error for a stdin that turned out empty once read, where a clean result would be a
+/// pass over nothing.
+pub fn empty_stdin() -> anyhow::Error {
+    anyhow::anyhow!("stdin was empty: nothing was scanned — {PASS_PATHS}")
+}
+
 /// Add the other files of each session among the inputs ([`walk::expand_sessions`]), and say
 /// which companion folders were not followed.
 pub fn whole_sessions(walk: &mut walk::Walk) {
@@ -97,6 +171,7 @@ pub fn scan_paths(
 
 /// Run `pipeline` as the I/O arguments say and report; the exit status reflects failures.
 pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus> {
+    super::print::set_quiet(io.quiet);
     let started = std::time::SystemTime::now();
     let mut paths = io.paths.clone();
     if let Some(id) = &io.session {
@@ -112,6 +187,9 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     }
     if io.json() && mode == Mode::Stdout && io.diff.is_none() {
         bail!("--json prints a report on stdout, where the transcript goes without --in-place, --out-dir or --dry-run; add one of those");
+    }
+    if paths.is_empty() {
+        no_path_input(false)?;
     }
     let mut walk = inputs(&paths, &io.include, &io.exclude)?;
     if mode != Mode::Stdout {
@@ -175,8 +253,56 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
         io.quiet || mode == Mode::Stdout,
         io.propagate.into(),
     );
+    let left = super::progress::take_interrupted(&mut outcomes);
     outcomes.extend(refused);
-    report(&outcomes, &mode, io.json(), &[])
+    let status = report(&outcomes, &mode, io.json(), &[])?;
+    note_backups_keep_secrets(&outcomes, &mode, io.json());
+    interrupted(&outcomes, left, &mode, started).map_or(Ok(status), Ok)
+}
+
+/// After a run Ctrl-C stopped (`left` inputs not started): say how far it got; exit 2.
+fn interrupted(
+    outcomes: &[runner::Outcome],
+    left: usize,
+    mode: &Mode,
+    started: std::time::SystemTime,
+) -> Option<ExitStatus> {
+    if left == 0 {
+        return None;
+    }
+    let undoable = matches!(mode, Mode::InPlace { backup: Some(b), .. } if b.starts_with(cchist::io::output::BACKUP_MARK));
+    super::progress::say_interrupted(outcomes.len(), left, undoable, started);
+    Some(ExitStatus::Error)
+}
+
+/// After an in-place run with `--backup` that redacted something: the backups hold the
+/// secrets the sessions no longer do, and `check` will find them there.
+fn note_backups_keep_secrets(outcomes: &[runner::Outcome], mode: &Mode, json: bool) {
+    let Mode::InPlace {
+        backup: Some(suffix),
+        ..
+    } = mode
+    else {
+        return;
+    };
+    let redacted = outcomes.iter().filter(|o| {
+        o.result
+            .as_ref()
+            .is_ok_and(|r| r.changed && r.counters.get("redactions").is_some_and(|n| *n > 0))
+    });
+    let n = redacted.count();
+    if n == 0 || json {
+        return;
+    }
+    let remove = if suffix.starts_with(cchist::io::output::BACKUP_MARK) {
+        "`cchist backups prune --older-than 0s` removes them once no `cchist undo` needs them"
+    } else {
+        "remove them by hand once you no longer need them"
+    };
+    say!(
+        "cchist: the backups keep the originals, secrets included ({} redacted): {remove}",
+        super::print::count(n, "file", "files")
+    );
 }
 
 /// `--diff`: what the run would change, as a diff (or its JSON form), instead of running it.
@@ -371,7 +497,7 @@ fn all(
     if let Some(f) = io.diff {
         return preview(&pipeline, &walk.inputs, io, f);
     }
-    let outcomes = super::progress::run_with_bar(
+    let mut outcomes = super::progress::run_with_bar(
         &pipeline,
         &walk.inputs,
         mode.clone(),
@@ -379,8 +505,13 @@ fn all(
         io.quiet || mode == Mode::Stdout,
         io.propagate.into(),
     );
+    let left = super::progress::take_interrupted(&mut outcomes);
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
-    if !io.json() && outcomes.len() <= 1 {
+    note_backups_keep_secrets(&outcomes, &mode, io.json());
+    if let Some(s) = interrupted(&outcomes, left, &mode, started) {
+        return Ok(s);
+    }
+    if !io.json() && outcomes.len() <= 1 && !super::print::quiet() {
         eprint!("{}", summary_table(&totals(&outcomes, skipped.len())));
     }
     Ok(status)
@@ -410,7 +541,7 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
             s.path.display(),
             new.display()
         );
-        println!("claude --resume {id}");
+        println!("{}", super::print::resume_line(&new, &id));
     }
     Ok(ExitStatus::Ok)
 }

@@ -22,11 +22,35 @@ pub fn safe_text(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `eprintln!` for a message that may hold file names or transcript text: printed through
-/// [`safe_text`], so neither can send the terminal a control sequence.
+/// [`safe_text`], so neither can send the terminal a control sequence. Under `-q`
+/// ([`set_quiet`]) only errors are said.
 macro_rules! say {
     ($($arg:tt)*) => {
-        eprintln!("{}", $crate::cmd::print::safe_text(&format!($($arg)*)))
+        $crate::cmd::print::say_text(&format!($($arg)*))
     };
+}
+
+/// `-q` as grep and rg mean it: nothing but errors (and the exit status).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Turn `-q` on.
+pub fn set_quiet(on: bool) {
+    if on {
+        QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether `-q` is on.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What [`say!`] prints: a line on stderr, unless `-q` is on and it is no error.
+pub fn say_text(msg: &str) {
+    if quiet() && !msg.contains("error") {
+        return;
+    }
+    eprintln!("{}", safe_text(msg));
 }
 pub(crate) use say;
 
@@ -59,6 +83,105 @@ pub fn shown_json<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
 }
 
 /// The one size format of every command's text output: `512 B`, `3.4 KiB`, `12.0 MiB`,
+/// The command that resumes session `id` (written beside `transcript`): `claude --resume`
+/// finds a session only from its project's directory, so the line changes there first (the
+/// working directory the transcript recorded, quoted for the shell when it needs to be).
+pub fn resume_line(transcript: &std::path::Path, id: &str) -> String {
+    match cchist::claude::layout::first_cwd(transcript) {
+        Some(dir) => format!("cd {} && claude --resume {id}", shell_quoted(&safe(&dir))),
+        None => format!("claude --resume {id}"),
+    }
+}
+
+/// `s` as one shell word: as it is when it holds only safe characters, else single-quoted.
+fn shell_quoted(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Columns of the terminal stdout is, if it is one (`COLUMNS` wins); `None` when stdout is
+/// a file or a pipe, where lines are not cut.
+pub fn terminal_width() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return Some(c);
+    }
+    if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize struct for a terminal descriptor.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(ws.ws_col as usize)
+}
+
+/// `s` cut to at most `cols` terminal columns, by display width (a CJK character takes two),
+/// ending in `…` when cut.
+pub fn fit(s: &str, cols: usize) -> String {
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if s.width() <= cols {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > cols.saturating_sub(1) {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// An RFC 3339 time (as transcripts and `--json` carry them) as the terminal shows times:
+/// local, to the minute, with its UTC offset (`2026-04-01 19:00 +09:00`); the text as it is
+/// when it is no time.
+pub fn local_time(rfc3339: &str) -> String {
+    let Ok(t) = cchist::io::clock::parse(rfc3339) else {
+        return rfc3339.to_string();
+    };
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    // SAFETY: localtime_r fills the tm we own; tzset reads TZ first, as localtime_r may not.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let ok = unsafe {
+        tzset();
+        !libc::localtime_r(&secs, &mut tm).is_null()
+    };
+    if !ok {
+        return rfc3339.to_string();
+    }
+    let off = tm.tm_gmtoff / 60;
+    let sign = if off < 0 { '-' } else { '+' };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} {sign}{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        off.abs() / 60,
+        off.abs() % 60
+    )
+}
+
+extern "C" {
+    fn tzset();
+}
+
+/// `1 file`, `2 files`: a count with its noun in the right number.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `1.2 GiB` (powers of 1024).
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -92,7 +215,38 @@ pub struct Totals {
     /// Bytes written.
     pub bytes_out: u64,
     /// Per stage, in pipeline order.
+    #[serde(serialize_with = "stages_as_objects")]
     pub stages: Vec<(String, cchist::stages::StageStats)>,
+}
+
+/// Per-stage counts as JSON: an array of objects in pipeline order, each naming its `stage`
+/// (a pair `[name, {…}]` is what serde makes of a tuple, and no reader wants it).
+pub fn stages_json(stages: &[(String, cchist::stages::StageStats)]) -> serde_json::Value {
+    stages
+        .iter()
+        .map(|(name, st)| {
+            let mut o = serde_json::Map::new();
+            o.insert("stage".into(), json!(name));
+            if let serde_json::Value::Object(m) = json!(st) {
+                o.extend(m);
+            }
+            serde_json::Value::Object(o)
+        })
+        .collect()
+}
+
+fn stages_as_objects<S: serde::Serializer>(
+    stages: &[(String, cchist::stages::StageStats)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&stages_json(stages), s)
+}
+
+/// A file's report as JSON, its stages as [`stages_json`] gives them.
+pub fn report_json(r: &FileReport) -> serde_json::Value {
+    let mut v = json!(r);
+    v["stages"] = stages_json(&r.stages);
+    v
 }
 
 /// Add up the outcomes.
@@ -216,7 +370,7 @@ pub fn report(
                     };
                     say!("cchist: skipped {name}: a binary file (NUL bytes or not UTF-8), left byte for byte{found}");
                 }
-                files.push(json!({"file": name, "ok": true, "report": r}));
+                files.push(json!({"file": name, "ok": true, "report": report_json(r)}));
             }
             Err(e) => {
                 failed += 1;
@@ -250,7 +404,9 @@ pub fn report(
             "changed"
         };
         say!("cchist: {changed} of {} files {what}", outcomes.len());
-        eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
+        if !quiet() {
+            eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
+        }
         if *mode == Mode::DryRun {
             say!("{}", dry_run_hint(outcomes.len()));
         }

@@ -58,15 +58,74 @@ pub fn run_with_bar(
     propagate: cchist::engine::runner::Propagate,
 ) -> Vec<cchist::engine::runner::Outcome> {
     let bar = bar(inputs, quiet);
+    // Ctrl-C in a run that writes files stops it between files: the files being written are
+    // finished (atomic replacement, no temp left), the rest untouched, and the caller says
+    // how far it got ([`take_interrupted`]). A second Ctrl-C kills as usual.
+    let writes = !matches!(
+        mode,
+        cchist::engine::runner::Mode::Stdout | cchist::engine::runner::Mode::DryRun
+    );
+    let cancel = writes.then(on_sigint);
     let opts = cchist::engine::runner::RunOptions {
         mode,
         jobs,
         on_done: bar.as_ref().map(|b| on_done(b, inputs.len())),
         propagate,
+        cancel,
     };
     let outcomes = cchist::engine::runner::run_all(pipeline, inputs, &opts);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     outcomes
+}
+
+/// The flag SIGINT sets, once [`on_sigint`] installed the handler.
+static INTERRUPT: std::sync::OnceLock<Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+extern "C" fn sigint(_: libc::c_int) {
+    if let Some(f) = INTERRUPT.get() {
+        f.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    // SAFETY: signal() is async-signal-safe; the next Ctrl-C takes the default action.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+    }
+}
+
+/// Installs the SIGINT handler and returns the flag it sets.
+fn on_sigint() -> Arc<std::sync::atomic::AtomicBool> {
+    let flag = INTERRUPT.get_or_init(Default::default).clone();
+    // SAFETY: the handler only stores to an atomic and resets the disposition.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+    flag
+}
+
+/// Removes the outcomes of inputs a Ctrl-C stopped before they started; returns how many.
+pub fn take_interrupted(outcomes: &mut Vec<cchist::engine::runner::Outcome>) -> usize {
+    let before = outcomes.len();
+    outcomes.retain(|o| !cchist::engine::runner::was_interrupted(o));
+    before - outcomes.len()
+}
+
+/// What to say after a run a Ctrl-C stopped: how far it got and how to go back.
+pub fn say_interrupted(done: usize, left: usize, undoable: bool, started: std::time::SystemTime) {
+    let back = if undoable {
+        format!(
+            "undo with `cchist undo --all --since {}`",
+            cchist::io::clock::rfc3339(started)
+        )
+    } else {
+        "run it again to process the rest (files already done are unchanged by a second run of the same pipeline)".into()
+    };
+    super::print::say!(
+        "cchist: interrupted after {} ({left} not started, left as they were; none half-written); {back}",
+        super::print::count(done, "file", "files")
+    );
 }

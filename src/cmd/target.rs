@@ -57,7 +57,7 @@ impl SessionArgs {
                 project_dir,
             });
         }
-        let projects = layout::projects_dir(&layout::config_root()?);
+        let projects = layout::projects_dir(&config_root()?);
         if let Some(id) = &self.session {
             return Ok(layout::find_by_id(&projects, id)?);
         }
@@ -66,4 +66,22 @@ impl SessionArgs {
         }
         bail!("say which session: --session ID, --file PATH, or --project DIR --latest")
     }
+}
+
+/// The config root, which must exist: a mistyped `CLAUDE_CONFIG_DIR` is an error naming it,
+/// not an empty listing.
+pub fn config_root() -> anyhow::Result<PathBuf> {
+    let root = layout::config_root()?;
+    if !root.is_dir() {
+        let from = if std::env::var_os("CLAUDE_CONFIG_DIR").is_some_and(|d| !d.is_empty()) {
+            "CLAUDE_CONFIG_DIR"
+        } else {
+            "HOME (no CLAUDE_CONFIG_DIR set)"
+        };
+        bail!(
+            "no Claude Code config folder at {} (from {from}): check CLAUDE_CONFIG_DIR — Claude Code keeps its sessions under ~/.claude unless it is set",
+            root.display()
+        );
+    }
+    Ok(root)
 }

@@ -70,6 +70,8 @@ pub enum BackupsAction {
         /// Show what would be removed; remove nothing.
         #[arg(short = 'n', long)]
         dry_run: bool,
+        #[command(flatten)]
+        format: FormatArgs,
     },
 }
 
@@ -109,7 +111,12 @@ fn all_backups() -> anyhow::Result<Vec<Backup>> {
     let root = layout::config_root()?;
     let mut out = Vec::new();
     walk(&layout::projects_dir(&root), &mut out, 0);
-    collect_in(&root, &mut out);
+    // At the root only history.jsonl is a transcript: the backups `hook install` leaves of
+    // settings.json are no session's, and `undo --all` restoring one would undo an install.
+    let mut at_root = Vec::new();
+    collect_in(&root, &mut at_root);
+    let history = root.join("history.jsonl").display().to_string();
+    out.extend(at_root.into_iter().filter(|b| b.file == history));
     out.sort_by(|a, b| b.stamp.cmp(&a.stamp).then_with(|| a.file.cmp(&b.file)));
     Ok(out)
 }
@@ -208,7 +215,15 @@ fn list(since: Option<&str>, format: &FormatArgs, every: bool) -> anyhow::Result
     }
     let mut out = std::io::stdout().lock();
     if format.json() {
-        serde_json::to_writer_pretty(&mut out, &all)?;
+        // One time format in every JSON document: RFC 3339 (the text keeps `undo --list`'s
+        // UTC `2026-12-01 10:31:23`, which `--since` takes back).
+        let mut doc = serde_json::to_value(&all)?;
+        for b in doc.as_array_mut().into_iter().flatten() {
+            if let Some(t) = b["time"].as_str().filter(|t| t.len() == 19) {
+                b["time"] = serde_json::json!(format!("{}Z", t.replacen(' ', "T", 1)));
+            }
+        }
+        serde_json::to_writer_pretty(&mut out, &doc)?;
         writeln!(out)?;
         return Ok(ExitStatus::Ok);
     }
@@ -231,8 +246,8 @@ fn list(since: Option<&str>, format: &FormatArgs, every: bool) -> anyhow::Result
         )?;
     }
     say!(
-        "cchist: {} backup(s); `cchist undo --all --since TIME` restores a run, `cchist backups prune --older-than 30d` removes old ones",
-        all.len()
+        "cchist: {}; `cchist undo --all --since TIME` restores a run, `cchist backups prune --older-than 30d` removes old ones",
+        super::print::count(all.len(), "backup", "backups")
     );
     Ok(ExitStatus::Ok)
 }
@@ -284,7 +299,10 @@ fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
             }
         }
     }
-    say!("cchist: {restored} file(s) restored");
+    say!(
+        "cchist: {} restored",
+        super::print::count(restored, "file", "files")
+    );
     Ok(status)
 }
 
@@ -295,8 +313,10 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
         BackupsAction::Prune {
             older_than,
             dry_run,
+            format,
         } => {
             let (mut n, mut bytes, mut copies) = (0, 0, 0);
+            let mut removed = Vec::new();
             for b in all_backups()?.into_iter().filter(|b| b.stamp < older_than) {
                 // A copy's name carries no cchist stamp: it may be one the user made.
                 if b.kind == Kind::Copy {
@@ -306,7 +326,10 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                 n += 1;
                 bytes += b.bytes;
                 if dry_run {
-                    println!("{}", super::print::safe(&b.backup));
+                    if !format.json() {
+                        println!("{}", super::print::safe(&b.backup));
+                    }
+                    removed.push(b.backup);
                     continue;
                 }
                 let p = Path::new(&b.backup);
@@ -314,10 +337,26 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                     .map_err(|e| anyhow::anyhow!("removing {}: {e}", p.display()))?;
                 let name = p.file_name().unwrap_or_default().to_string_lossy();
                 let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.written")));
+                removed.push(b.backup);
+            }
+            if format.json() {
+                let mut out = std::io::stdout().lock();
+                serde_json::to_writer_pretty(
+                    &mut out,
+                    &serde_json::json!({
+                        "dry_run": dry_run,
+                        "removed": removed,
+                        "bytes": bytes,
+                        "copies_left": copies,
+                    }),
+                )?;
+                writeln!(out)?;
+                return Ok(ExitStatus::Ok);
             }
             let verb = if dry_run { "would remove" } else { "removed" };
             say!(
-                "cchist: {verb} {n} backup(s), {}",
+                "cchist: {verb} {}, {}",
+                super::print::count(n, "backup", "backups"),
                 super::print::human_bytes(bytes)
             );
             if copies > 0 {

@@ -25,15 +25,21 @@ pub struct ValidateArgs {
     /// Which transcripts: a session, all, include/exclude globs.
     #[command(flatten)]
     pub scan: super::args::ScanArgs,
+    /// Print nothing but errors: the exit status says whether anything was found.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
     let format = args.format.get();
-    let walk = super::plan::inputs(
-        &super::plan::scan_paths(&args.paths, args.scan.session.as_deref(), args.scan.all)?,
-        &args.scan.include,
-        &args.scan.exclude,
-    )?;
+    super::print::set_quiet(args.quiet);
+    let mut paths =
+        super::plan::scan_paths(&args.paths, args.scan.session.as_deref(), args.scan.all)?;
+    let implicit_stdin = paths.is_empty();
+    if implicit_stdin {
+        paths.extend(super::plan::no_path_input(true)?);
+    }
+    let walk = super::plan::inputs(&paths, &args.scan.include, &args.scan.exclude)?;
     let mut status = ExitStatus::Ok;
     let mut files = Vec::new();
     let mut out = std::io::stdout().lock();
@@ -44,6 +50,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
             Input::File { path, .. } => input::open(path).map(|f| f.data),
         };
         let data = match data {
+            Ok(d) if implicit_stdin && d.is_empty() => return Err(super::plan::empty_stdin()),
             Ok(d) => d,
             Err(e) => {
                 say!("cchist: error: {e}");
@@ -57,6 +64,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
             status = ExitStatus::Findings;
         }
         match format {
+            Format::Text if super::print::quiet() => {}
             Format::Text => {
                 let c = super::color::stdout();
                 let one = [cchist::findings::report::FileFindings {
@@ -78,7 +86,10 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
         serde_json::to_writer_pretty(&mut out, &json!({ "files": files }))?;
         writeln!(out)?;
     } else if status == ExitStatus::Ok {
-        say!("cchist: {} file(s) valid", walk.inputs.len());
+        say!(
+            "cchist: {}",
+            super::print::count(walk.inputs.len(), "file valid", "files valid")
+        );
     }
     Ok(status)
 }

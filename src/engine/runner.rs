@@ -64,6 +64,18 @@ pub struct RunOptions {
     pub on_done: Option<OnDone>,
     /// How far a secret found in one input reaches into the others.
     pub propagate: Propagate,
+    /// Set (by a SIGINT handler) to stop: inputs not yet started are not processed and get
+    /// [`INTERRUPTED`] as their error; those being written are finished, so no temp file or
+    /// half-replaced file is left.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// The error of an input [`RunOptions::cancel`] stopped before it was started.
+pub const INTERRUPTED: &str = "interrupted before it was processed";
+
+/// Whether `o` was stopped by [`RunOptions::cancel`] before it started.
+pub fn was_interrupted(o: &Outcome) -> bool {
+    matches!(&o.result, Err(Error::Other(m)) if m == INTERRUPTED)
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -203,7 +215,15 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
             .par_iter()
             .zip(&seeds)
             .map(|(inp, seed)| {
-                let result = run_one_known(pipeline, inp, &opts.mode, seed);
+                let cancelled = opts
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+                let result = if cancelled {
+                    Err(Error::Other(INTERRUPTED.into()))
+                } else {
+                    run_one_known(pipeline, inp, &opts.mode, seed)
+                };
                 if let Some(f) = &opts.on_done {
                     f(inp);
                 }

@@ -325,8 +325,9 @@ fn fork_of_a_live_session_leaves_it_untouched_and_resumes_separately() {
     let line = String::from_utf8(out.stdout).unwrap();
     let new_id = line
         .trim()
-        .strip_prefix("claude --resume ")
+        .split_once("claude --resume ")
         .expect("prints the resume line")
+        .1
         .to_string();
     assert_ne!(new_id, sid);
     let mut parts = vec![t[0].clone(), t[1].clone()];

@@ -93,11 +93,11 @@ fn all_scrubs_everything_once_and_skips_live_sessions() {
     // interrupted stay as Claude Code wrote them (before, relink answered the call).
     assert_eq!(s["changed"], 2, "{s}");
     let stages = s["stages"].as_array().unwrap();
-    assert_eq!(stages[0][0], "redact");
+    assert_eq!(stages[0]["stage"], "redact");
     // five records of p01 and one line of history.jsonl
-    assert_eq!(stages[0][1]["changed"], 6, "{s}");
-    assert_eq!(stages[1][0], "relink");
-    assert_eq!(stages[1][1]["added"], 0, "{s}");
+    assert_eq!(stages[0]["changed"], 6, "{s}");
+    assert_eq!(stages[1]["stage"], "relink");
+    assert_eq!(stages[1]["added"], 0, "{s}");
     assert_eq!(
         std::fs::read(&live).unwrap(),
         live_before,

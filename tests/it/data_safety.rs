@@ -351,8 +351,7 @@ fn the_same_file_twice_is_processed_once() {
         "--text",
         "x",
         "-i",
-        "--backup",
-        ".orig",
+        "--backup=.orig",
         s(&p),
         s(d.path()),
         &format!("{}/./{ID}.jsonl", s(d.path())),
@@ -462,7 +461,7 @@ fn a_rerun_on_the_file_removes_a_staged_backup_of_a_killed_run() {
         .join(format!(".{ID}.jsonl.orig.cchist-tmp.2147483646.0"));
     std::fs::write(&staged, std::fs::read(&p).unwrap()).unwrap();
     age(&staged);
-    let o = run(&["redact", "-i", "--backup", ".orig", s(&p)]);
+    let o = run(&["redact", "-i", "--backup=.orig", s(&p)]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!staged.exists(), "staged backup left: {}", stderr(&o));
 }

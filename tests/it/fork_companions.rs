@@ -26,8 +26,9 @@ fn redact_fork_redacts_the_copied_tool_results() {
     let line = String::from_utf8(out.stdout).unwrap();
     let id = line
         .trim()
-        .strip_prefix("claude --resume ")
+        .split_once("claude --resume ")
         .unwrap()
+        .1
         .to_string();
 
     assert_eq!(

@@ -19,6 +19,7 @@ mod gitleaks_examples;
 mod hook;
 mod identity;
 mod known_secrets;
+mod newcomer;
 mod redact;
 mod redact_props;
 mod redact_recall;

@@ -74,7 +74,7 @@ fn append_runs(runs: usize, bytes: usize) {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if backup {
-            cmd.args(["--backup", ".bak"]);
+            cmd.args(["--backup=.bak"]);
         }
         let child = cmd.spawn().unwrap();
         let stop = Arc::new(AtomicBool::new(false));

@@ -62,7 +62,7 @@ fn in_place_cmd(fx: &Fixture, backup: bool, jobs: Option<usize>) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     if backup {
-        c.args(["--backup", ".bak"]);
+        c.args(["--backup=.bak"]);
     }
     if let Some(j) = jobs {
         c.arg("-j").arg(j.to_string());

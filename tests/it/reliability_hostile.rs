@@ -530,7 +530,7 @@ fn symlink_pointing_outside_is_not_followed() {
     let mut bak = own.as_os_str().to_owned();
     bak.push(".bak");
     std::os::unix::fs::symlink(&target, PathBuf::from(&bak)).unwrap();
-    let o = run_pipeline(&p, &["--in-place", "--force", "--backup", ".bak"], &own);
+    let o = run_pipeline(&p, &["--in-place", "--force", "--backup=.bak"], &own);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         std::fs::read(&target).unwrap(),
@@ -685,7 +685,7 @@ fn full_disk_leaves_the_original_intact() {
     std::fs::write(&f, &orig).unwrap();
     let p = changing_pipeline().0.clone();
     // ulimit -f counts 1024-byte blocks in bash: allow 1 MB, the output needs about 3.
-    for extra in [&[][..], &["--backup", ".bak"][..]] {
+    for extra in [&[][..], &["--backup=.bak"][..]] {
         let script = format!(
             "ulimit -f 1024; exec '{}' run -p '{}' --in-place --force {} '{}'",
             bin(),
@@ -749,7 +749,7 @@ fn full_disk_leaves_the_original_intact() {
         let len = f.metadata().unwrap().len();
         f.set_len(len.saturating_sub(8192)).unwrap();
     }
-    let o = run_pipeline(&p, &["--in-place", "--force", "--backup", ".bak"], &g);
+    let o = run_pipeline(&p, &["--in-place", "--force", "--backup=.bak"], &g);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     let (c, now, temps) = (code(&o), std::fs::read(&g).unwrap(), temp_files(&mnt));
     assert_eq!(c, 2, "{err}");

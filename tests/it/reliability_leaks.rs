@@ -519,7 +519,10 @@ fn check_and_backups_list_see_every_copy_beside_a_session() {
             "{args:?}: the session itself is clean: {report}"
         );
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("backups or copies"), "{args:?}: {err}");
+        assert!(
+            err.contains("in 1 cchist backup:") && err.contains("in 3 copies of a session"),
+            "{args:?}: {err}"
+        );
         no_part_of(&token, &(report.into_owned() + &err), "the report");
     }
     let out = r
@@ -576,7 +579,7 @@ fn check_and_backups_list_see_every_copy_beside_a_session() {
         );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("removed 1 backup(s)") && err.contains("left 3"),
+        err.contains("removed 1 backup,") && err.contains("left 3"),
         "{err}"
     );
     assert!(!r.proj.join(names[3]).exists());

@@ -93,7 +93,7 @@ fn in_place_keeps_mode_owner_and_mtime_and_backup_too() {
         }
         crate::common::set_mtime(&p, old);
         let before = std::fs::metadata(&p).unwrap();
-        let o = in_place_umask0(&["--backup", ".orig"], &p);
+        let o = in_place_umask0(&["--backup=.orig"], &p);
         assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
         let after = std::fs::metadata(&p).unwrap();
         assert!(
@@ -141,7 +141,7 @@ fn temp_files_are_private_and_named_after_the_target() {
     let mut c = Command::new(bin());
     c.args(["run", "-p"])
         .arg(&changing_pipeline().0)
-        .args(["--in-place", "--force", "--backup", ".bak", "-j", "2"])
+        .args(["--in-place", "--force", "--backup=.bak", "-j", "2"])
         .arg(&proj)
         .stderr(std::process::Stdio::null());
     // SAFETY: umask is async-signal-safe.

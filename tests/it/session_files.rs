@@ -231,7 +231,7 @@ fn fork_copies_every_member_scrubbed() {
     let before = files(&s.root);
     let out = s.cchist(&["redact", "--fork", "--session", "5b1f"], None);
     let line = String::from_utf8(out.stdout).unwrap();
-    let new = line.trim().strip_prefix("claude --resume ").unwrap();
+    let new = line.trim().split_once("claude --resume ").unwrap().1;
     let comp = |id: &str| {
         files(&s.project.join(id))
             .into_iter()
