@@ -200,7 +200,7 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
                 .map(super::print::local_time)
                 .unwrap_or_else(|| "?".into());
             let head = format!(
-                "  {:<8}  {when:<23}  {:>5} {}  {:>10}  {:>9}{}",
+                "  {:<8} {when:<23} {:>4} {} {:>9} {:>8}{}",
                 r.id.get(..8).unwrap_or(&r.id),
                 r.turns,
                 if r.turns == 1 { "turn " } else { "turns" },
@@ -210,12 +210,16 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             );
             let room = width.map_or(usize::MAX, |w| w.saturating_sub(head.chars().count() + 2));
             // Cut by display width: a CJK prompt cut by characters would wrap the row.
-            let prompt = if room < 10 {
-                String::new()
-            } else {
-                super::print::fit(&turns::shorten(&r.first_prompt, usize::MAX), room)
+            let line = match width {
+                // No room for the prompt: the row itself is cut to the terminal (a narrow one
+                // does not fit every column), never wrapped.
+                Some(w) if room < 6 => super::print::fit(&head, w),
+                _ => {
+                    let prompt = turns::shorten(&r.first_prompt, usize::MAX);
+                    format!("{head}  {}", super::print::fit(&prompt, room))
+                }
             };
-            writeln!(out, "{}", super::print::safe(&format!("{head}  {prompt}")))?;
+            writeln!(out, "{}", super::print::safe(&line))?;
         }
     }
     if total > rows.len() {

@@ -76,21 +76,10 @@ fn number_tokens(bytes: &[u8]) -> Vec<&[u8]> {
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => {
-                i += 1;
-                loop {
-                    let Some(k) = bytes.get(i..).and_then(|r| memchr::memchr2(b'"', b'\\', r))
-                    else {
-                        return out;
-                    };
-                    i += k;
-                    if bytes[i] == b'"' {
-                        break;
-                    }
-                    i += 2;
-                }
-                i += 1;
-            }
+            b'"' => match super::scan::string_end(bytes, i + 1) {
+                Some(end) => i = end + 1,
+                None => return out,
+            },
             b'-' | b'0'..=b'9' => {
                 let start = i;
                 while i < bytes.len()

@@ -432,6 +432,19 @@ fn find_special_sse2(b: &[u8], mut i: usize) -> usize {
     find_special_scalar(b, i)
 }
 
+/// Index of the quote that closes the string whose contents start at `i` (just after its
+/// opening quote), skipping escapes with a SIMD search for the next quote or backslash; `None`
+/// when the string is unterminated.
+pub fn string_end(bytes: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        i += memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+        if bytes[i] == b'"' {
+            return Some(i);
+        }
+        i += 2; // an escape: its second byte cannot end the string
+    }
+}
+
 /// Where the value of the top-level `key` of an object line is (the last one, when a key
 /// repeats, as a parsed value keeps the last); `None` when absent or not a JSON object.
 pub fn top_field_span(line: &[u8], key: &str) -> Option<std::ops::Range<usize>> {

@@ -364,20 +364,10 @@ fn max_depth(bytes: &[u8]) -> usize {
     let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
     while let Some(&b) = bytes.get(i) {
         match b {
-            b'"' => {
-                i += 1;
-                loop {
-                    let Some(k) = bytes.get(i..).and_then(|r| memchr::memchr2(b'"', b'\\', r))
-                    else {
-                        return max; // unterminated: the parser reports it
-                    };
-                    i += k;
-                    if bytes[i] == b'"' {
-                        break;
-                    }
-                    i += 2; // an escape: its second byte cannot end the string
-                }
-            }
+            b'"' => match crate::json::scan::string_end(bytes, i + 1) {
+                Some(end) => i = end,
+                None => return max, // unterminated: the parser reports it
+            },
             b'[' | b'{' => {
                 depth += 1;
                 max = max.max(depth);
