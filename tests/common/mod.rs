@@ -361,3 +361,38 @@ pub fn strs(v: &serde_json::Value) -> Vec<&str> {
         .map(|s| s.as_str().expect("a string"))
         .collect()
 }
+
+/// One user or assistant record of session `session`, as Claude Code writes them (the
+/// assistant's text as a content block), with a fixed timestamp; a JSON line with its newline.
+pub fn message_line(
+    kind: &str,
+    uuid: &str,
+    parent: Option<&str>,
+    session: &str,
+    text: &str,
+) -> String {
+    message_value(kind, uuid, parent, session, text).to_string() + "\n"
+}
+
+/// The value of [`message_line`], for a test that adds fields.
+pub fn message_value(
+    kind: &str,
+    uuid: &str,
+    parent: Option<&str>,
+    session: &str,
+    text: &str,
+) -> serde_json::Value {
+    serde_json::json!({
+        "type": kind,
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": session,
+        "timestamp": "2026-04-01T10:00:00.000Z",
+        "message": if kind == "user" {
+            serde_json::json!({"role": "user", "content": text})
+        } else {
+            serde_json::json!({"role": "assistant", "id": format!("msg_{uuid}"), "type": "message",
+                "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}]})
+        },
+    })
+}

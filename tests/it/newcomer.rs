@@ -16,22 +16,9 @@ fn token() -> String {
 }
 
 fn record(kind: &str, uuid: &str, parent: Option<&str>, text: &str) -> String {
-    serde_json::json!({
-        "type": kind,
-        "uuid": uuid,
-        "parentUuid": parent,
-        "sessionId": ID,
-        "cwd": "/home/dev/app",
-        "timestamp": "2026-04-01T10:00:00.000Z",
-        "message": if kind == "user" {
-            serde_json::json!({"role": "user", "content": text})
-        } else {
-            serde_json::json!({"role": "assistant", "id": format!("msg_{uuid}"), "type": "message",
-                "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}]})
-        },
-    })
-    .to_string()
-        + "\n"
+    let mut v = crate::common::message_value(kind, uuid, parent, ID, text);
+    v["cwd"] = "/home/dev/app".into();
+    v.to_string() + "\n"
 }
 
 /// A config folder with one idle session of project `-home-dev-app` holding a secret.

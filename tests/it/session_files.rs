@@ -16,21 +16,7 @@ fn token() -> String {
 }
 
 fn record(kind: &str, uuid: &str, parent: Option<&str>, session: &str, text: &str) -> String {
-    serde_json::json!({
-        "type": kind,
-        "uuid": uuid,
-        "parentUuid": parent,
-        "sessionId": session,
-        "timestamp": "2026-04-01T10:00:00.000Z",
-        "message": if kind == "user" {
-            serde_json::json!({"role": "user", "content": text})
-        } else {
-            serde_json::json!({"role": "assistant", "id": format!("msg_{uuid}"), "type": "message",
-                "model": "claude-opus-5-5", "content": [{"type": "text", "text": text}]})
-        },
-    })
-    .to_string()
-        + "\n"
+    crate::common::message_line(kind, uuid, parent, session, text)
 }
 
 struct Sandbox {
