@@ -13,7 +13,15 @@ Usage:
     scripts/gitleaks-examples.py GITLEAKS_GIT_DIR [COMMIT] [-o OUT.json]
 
 Output: {"commit": ..., "examples": [{"rule": id, "kind": "tp"|"fp",
-          "source": "literal"|"sample", "text": ...}, ...]}
+          "source": "literal"|"sample", "text": ...}, ...],
+          "rules": [...], "allowlist": {...}}
+
+`rules` and `allowlist` are gitleaks' own detection config at the same commit
+(config/gitleaks.toml: regex, entropy, keywords, secretGroup, per-rule allowlists; the
+global allowlist's regexes and stopwords). The breadth test runs them to tell which false
+positives of one rule are another rule's true positive: gitleaks lists, for example, an
+Anthropic admin key among the API-key rule's false positives, and a scanner that redacts it
+is right to.
 """
 
 import argparse
@@ -21,6 +29,7 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 
 RULES_DIR = "cmd/generate/config/rules"
 
@@ -304,6 +313,37 @@ def git(gitdir, *args):
     ).stdout.decode("utf-8")
 
 
+def detection_config(toml_text):
+    """gitleaks' rules and global allowlist, reduced to what matching a text needs."""
+    cfg = tomllib.loads(toml_text)
+
+    def allow(a):
+        return {
+            "condition": a.get("condition", "OR").upper(),
+            "target": a.get("regexTarget", "secret"),
+            "regexes": a.get("regexes", []),
+            "stopwords": a.get("stopwords", []),
+            "paths": bool(a.get("paths")),
+        }
+
+    rules = []
+    for r in cfg.get("rules", []):
+        if "regex" not in r:
+            continue  # path-only rules match file names, not text
+        rules.append(
+            {
+                "id": r["id"],
+                "regex": r["regex"],
+                "entropy": r.get("entropy", 0.0),
+                "keywords": r.get("keywords", []),
+                "secret_group": r.get("secretGroup", 0),
+                "allowlists": [allow(a) for a in r.get("allowlists", [])],
+            }
+        )
+    g = cfg.get("allowlist", {})
+    return rules, {"regexes": g.get("regexes", []), "stopwords": g.get("stopwords", [])}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("gitdir")
@@ -319,11 +359,14 @@ def main():
     examples = []
     for f in files:
         examples += extract(git(args.gitdir, "show", "%s:%s" % (commit, f)))
+    rules, allowlist = detection_config(git(args.gitdir, "show", "%s:config/gitleaks.toml" % commit))
     doc = {
         "source": "gitleaks/gitleaks " + RULES_DIR,
         "commit": commit,
         "license": "MIT (see LICENSE beside this file)",
         "examples": examples,
+        "rules": rules,
+        "allowlist": allowlist,
     }
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.out == "-":

@@ -446,6 +446,55 @@ pub fn kinds() -> Vec<(&'static str, KindFn)> {
             let t = g.key(20, WORDISH);
             p(format!("PRIVATE-TOKEN: {t}"), t)
         }),
+        // Contexts missed at the first occurrence until issue #24, item 4.
+        ("yaml *_pass quoted", |g| {
+            let t = human_password(g);
+            p(format!("mail:\n  smtp_pass: '{t}'\n  port: 587\n"), t)
+        }),
+        ("toml admin_pass", |g| {
+            let t = g.key(14, ALNUM);
+            p(format!("[admin]\nadmin_pass = \"{t}\"\n"), t)
+        }),
+        ("--token flag spaced", |g| {
+            let t = g.key(24, ALNUM);
+            p(
+                format!("deployctl deploy --project web --token {t} --prod"),
+                t,
+            )
+        }),
+        ("uuid key to gh secret set", |g| {
+            let t = format!(
+                "{}-{}-4{}-a{}-{}",
+                g.s(8, "0123456789abcdef"),
+                g.s(4, "0123456789abcdef"),
+                g.s(3, "0123456789abcdef"),
+                g.s(3, "0123456789abcdef"),
+                g.s(12, "0123456789abcdef")
+            );
+            p(format!("gh secret set HEROKU_API_KEY --body '{t}'"), t)
+        }),
+        ("prose bearer set to", |g| {
+            let t = g.key(20, ALNUM);
+            p(
+                format!("Done: the bearer is set to {t} for the staging client."),
+                t,
+            )
+        }),
+        ("curl Token header", |g| {
+            let t = g.key(16, "0123456789abcdef");
+            p(
+                format!("curl -XPOST http://localhost:8080/api/tasks -H \"Token: {t}\""),
+                t,
+            )
+        }),
+        ("mailchimp key", |g| {
+            let t = format!(
+                "{}-us{}",
+                g.key(32, "0123456789abcdef"),
+                g.s(2, "123456789")
+            );
+            p(format!("client.set_config({{\"api_key\": \"{t}\"}})"), t)
+        }),
     ]
 }
 
@@ -540,6 +589,19 @@ pub fn lookalikes() -> Vec<(&'static str, LookFn)> {
             "echo $PAT | docker login ghcr.io -u me --password-stdin".into()
         }),
         ("mysql -p prompt", |_| "mysql -u root -p shop".into()),
+        ("pass-like names", |_| {
+            "first_pass: done\nbypass: enabled\npass_count = 3".into()
+        }),
+        ("token count flags", |_| {
+            "llm --max-tokens 4096 --token-file ~/.config/tok --api-key $API_KEY".into()
+        }),
+        ("gh pr body", |_| {
+            "gh pr create --title 'Token refresh' --body 'Fixes the token refresh of 3 clients'"
+                .into()
+        }),
+        ("bearer prose no value", |_| {
+            "the bearer is set to expire at 10:00".into()
+        }),
         ("usage metavar", |_| {
             "usage: tool --password PASSWORD --user USER".into()
         }),

@@ -650,6 +650,16 @@ pub static RULES: &[Rule] = &[
         ..BASE
     },
     Rule {
+        id: "mailchimp-api-key",
+        title: "Mailchimp API key",
+        description: "A Mailchimp (Marketing API) key: 32 hex characters, `-us` and the data-center number (`…-us18`).",
+        regex: r"\b(?P<secret>[0-9a-f]{32}-us[0-9]{1,2})\b",
+        keywords: &[cs("-us", Tail(Alnum, 1))],
+        before: 32,
+        checks: &[Entropy(3.0)],
+        ..BASE
+    },
+    Rule {
         id: "sendgrid-api-key",
         title: "SendGrid API key",
         description: "A SendGrid API key (`SG.` + 22 + `.` + 43 characters).",
@@ -1048,20 +1058,40 @@ pub static RULES: &[Rule] = &[
         ..BASE
     },
     Rule {
+        id: "cli-secret-flag",
+        title: "Token flag on a command line",
+        description: "The value of a `--token` / `--api-key` / `--secret` / `--access-key` / `--auth-key` / `--bearer` flag (also `--github-token`, `--client-secret` and kin), as `--token x`, `--token=x` or quoted, when the value looks like a token or is a UUID-format key. Counts (`--max-tokens 4096`), `--token-file PATH`, metavariables and references are left alone.",
+        regex: r#"(?i)(?:^|[\s'"`(=])--(?P<name>(?:[a-z0-9]+-){0,4}(?:token|api-?key|secret|access-?key|auth-?key|bearer))(?:=|[ \t]+)(?:'(?P<secret>[^'\n\r]{8,256})'|"(?P<secret2>[^"\n\r\\]{8,256})"|(?P<secret3>[^\s'"`;|&<>()\\]{8,256}))"#,
+        keywords: &[
+            ci("-token", Flag(0)),
+            ci("-api-key", Flag(0)),
+            ci("-apikey", Flag(0)),
+            ci("-secret", Flag(0)),
+            ci("-access-key", Flag(0)),
+            ci("-accesskey", Flag(0)),
+            ci("-auth-key", Flag(0)),
+            ci("-authkey", Flag(0)),
+            ci("-bearer", Flag(0)),
+        ],
+        before: 48,
+        checks: &[SecretName, TokenLike],
+        ..BASE
+    },
+    Rule {
         id: "cli-password-arg",
         title: "Password argument of a client tool",
-        description: "The password given to a client tool: `mysql -pSecret` / `-p'x'` (MySQL, MariaDB tools), `sshpass -p x`, `redis-cli -a x`, `docker login -p x`, `htpasswd -b file user pass`.",
-        regex: r#"\b(?:(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p|sshpass(?:[ \t]{1,32}-[a-oq-zA-Z]\S*)*[ \t]{1,32}-p[ \t]{0,32}|redis-cli\b[^\n|;&]{0,300}?\s-a[ \t]{1,32}|docker login\b[^\n|;&]{0,300}?\s-p[ \t]{1,32}|htpasswd(?:[ \t]{1,32}-[a-zA-Z]+)*?[ \t]{1,32}-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]{1,32}-[a-zA-Z]+)*(?:[ \t]{1,32}[^\s-]\S*){2}[ \t]{1,32})(?:'(?P<secret>[^'\n\r]{1,128})'|"(?P<secret2>[^"\n\r\\]{1,128})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,128}))"#,
-        keywords: &[cs("mysql", Any), cs("mariadb", Any), cs("sshpass", Any), cs("redis-cli", Any), cs("docker login", Any), cs("htpasswd", Any)],
+        description: "The password given to a client tool: `mysql -pSecret` / `-p'x'` (MySQL, MariaDB tools), `sshpass -p x`, `redis-cli -a x`, `docker login -p x`, `gh secret set NAME --body x`, `htpasswd -b file user pass`.",
+        regex: r#"\b(?:(?:mysql(?:dump|admin|import|show|check|pump|sh)?|mariadb(?:-dump|-admin)?)\b[^\n|;&]{0,300}?\s-p|sshpass(?:[ \t]{1,32}-[a-oq-zA-Z]\S*)*[ \t]{1,32}-p[ \t]{0,32}|redis-cli\b[^\n|;&]{0,300}?\s-a[ \t]{1,32}|docker login\b[^\n|;&]{0,300}?\s-p[ \t]{1,32}|gh[ \t]{1,32}secret[ \t]{1,32}set\b[^\n|;&]{0,300}?\s(?:--body|-b)(?:=|[ \t]{1,32})|htpasswd(?:[ \t]{1,32}-[a-zA-Z]+)*?[ \t]{1,32}-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]{1,32}-[a-zA-Z]+)*(?:[ \t]{1,32}[^\s-]\S*){2}[ \t]{1,32})(?:'(?P<secret>[^'\n\r]{1,128})'|"(?P<secret2>[^"\n\r\\]{1,128})"|(?P<secret3>[^\s'"`;|&<>()\\]{1,128}))"#,
+        keywords: &[cs("mysql", Any), cs("mariadb", Any), cs("sshpass", Any), cs("redis-cli", Any), cs("docker login", Any), cs("gh secret", Any), cs("htpasswd", Any)],
         checks: &[CliValue],
         ..BASE
     },
     Rule {
         id: "http-auth-header",
         title: "HTTP authorization header",
-        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`; after curl's `-H` any header named `…apikey…`, `…-key…`, `…-token…` or `…-secret…`: `-H \"apikey: …\"`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
-        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]{1,32})?(?P<secret>[\w.~+/=:-]{8,})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,})|(?:^|\s)(?:-H|--header)[ \t]{1,32}['"]?[\w-]{0,40}?(?:-key|-token|-secret|apikey)[\w-]{0,20}[ \t]{0,2}:[ \t]{0,3}(?P<secret3>[\w.~+/=-]{8,}))"#,
-        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY)), ci("apikey", Assign(20, ANY))],
+        description: "The credentials of an `Authorization:` / `Proxy-Authorization:` header of any scheme (`token`, `Bearer`, `Basic`, `Bot`, `Digest`, none) and of API-key headers (`X-Api-Key`, `PRIVATE-TOKEN`, `X-Auth-Token`, `X-…-Key`; after curl's `-H` any header named `Token`, `…apikey…`, `…-key…`, `…-token…` or `…-secret…`: `-H \"apikey: …\"`), in curl `-H` arguments, HTTP dumps, code and JSON header maps.",
+        regex: r#"(?i)(?:\b(?:proxy-)?authorization[\s'"]{0,3}[:=][\s'"]{0,3}(?:[A-Za-z][\w-]{1,24}[ \t]{1,32})?(?P<secret>[\w.~+/=:-]{8,})|\b(?P<name>x-[\w-]{0,40}?(?:key|token|secret)|(?:private|job|deploy)-token|ocp-apim-subscription-key)[\s'"]{0,3}:[ \t'"]{0,3}(?P<secret2>[\w.~+/=-]{8,})|(?:^|\s)(?:-H|--header)[ \t]{1,32}['"]?(?:[\w-]{0,40}?(?:-key|-token|-secret|apikey)|token)[\w-]{0,20}[ \t]{0,2}:[ \t]{0,3}(?P<secret3>[\w.~+/=-]{8,}))"#,
+        keywords: &[ci("authorization", Assign(0, ANY)), ci("-key", Assign(0, ANY)), ci("-token", Assign(0, ANY)), ci("-secret", Assign(0, ANY)), ci("apikey", Assign(20, ANY)), ci("token", AssignWord(20, ANY))],
         before: 60,
         checks: &[TokenLike],
         field: true,
@@ -1114,10 +1144,12 @@ pub static RULES: &[Rule] = &[
         id: "generic-high-entropy",
         title: "High-entropy secret assignment",
         description: "A value assigned to a secret-named variable, key or JSON member in any style (YAML, INI, TOML, JSON, `.env`, Python, JS, Ruby; also in Read output, grep output and diff lines): a quoted literal or a value ending its line counts by its name (passwords from 4 characters), a value inside code must look random (letters and digits, 12+ characters, entropy ≥ 3.5). Placeholders, references (`$VAR`, `os.environ[…]`, `ENV.fetch(…)`), calls, identifiers, numbers and type names are left alone.",
-        regex: r#"(?i)(?P<name>[\w.-]{0,40}?(?:(?:secret|passw(?:or)?d|passphrase|api[_.-]?key|access[_.-]?key|auth[_.-]?key|private[_.-]?key|credentials?|bearer)[\w.-]{0,30}|token(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?))(?:[ \t]{1,2}&?str(?:ing)?)?(?:[\s'"\]\\]{0,4}(?:=|:{1,3}=|=>|:|\?\??=|\|\|=|\.=)|['"][ \t]{0,2},)(?:[ \t]{0,3}(?:"(?P<secret>[^"\\\n\r]{4,512})"|'(?P<secret2>[^'\\\n\r]{4,512})'|`(?P<secret3>[^`\\\n\r]{4,512})`|\\"(?P<secret4>[^"\\\n\r]{4,512})\\")|[ \t'"`\\]{0,6}(?P<secret5>[A-Za-z0-9+/=_.~!@#%^*-][A-Za-z0-9+/=_.~!@#%^*$?-]{3,511}))"#,
+        regex: r#"(?i)(?P<name>[\w.-]{0,40}?(?:(?:secret|passw(?:or)?d|passphrase|api[_.-]?key|access[_.-]?key|auth[_.-]?key|private[_.-]?key|credentials?|bearer)[\w.-]{0,30}|token(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?|pass(?:(?-i:[A-Z0-9_.-])[\w.-]{0,29})?))(?:[ \t]{1,2}&?str(?:ing)?)?(?:[\s'"\]\\]{0,4}(?:=|:{1,3}=|=>|:|\?\??=|\|\|=|\.=)|['"][ \t]{0,2},)(?:[ \t]{0,3}(?:"(?P<secret>[^"\\\n\r]{4,512})"|'(?P<secret2>[^'\\\n\r]{4,512})'|`(?P<secret3>[^`\\\n\r]{4,512})`|\\"(?P<secret4>[^"\\\n\r]{4,512})\\")|[ \t'"`\\]{0,6}(?P<secret5>[A-Za-z0-9+/=_.~!@#%^*-][A-Za-z0-9+/=_.~!@#%^*$?-]{3,511}))"#,
         keywords: &[
             ci("secret", Assign(30, GEN)),
             ci("passw", Assign(33, GEN)),
+            // `smtp_pass:`, `admin_pass =`: the bare word, never `passage` or `passed`.
+            ci("pass", AssignWord(30, GEN)),
             ci("passphrase", Assign(30, GEN)),
             ci("token", AssignWord(30, GEN)),
             ci("apikey", Assign(30, GEN)),
@@ -1147,9 +1179,9 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "prose-secret",
         title: "Secret in prose",
-        description: "A token-like word (letters and digits, 8+ characters, 6+ after a password word) within five words after a credential word in prose: \"the password is Tulip4471!harbor\", \"the key is set to Rq8vLz2WmN5kTb3Y\", \"token: …\". Hashes, uuids, versions, dates, paths, e-mails and URLs are left alone.",
-        regex: r#"(?i)\b(?P<name>password|passphrase|passcode|secret|token|key|credentials?)s?\b(?:[ \t]{0,32}[:=]|[ \t]{1,32}(?:\S{1,20}[ \t]{1,32}){0,5}?(?:is|was|are|were|=|:|to|as|be|reads?)(?:[ \t]{0,32}:)?)[ \t]{1,32}['"`(]?(?P<secret>[A-Za-z!@#$%^&*+=/~_-]{0,40}\d(?:[\w!@#$%^&*+=/~.-]{0,100}[\w!@#$%^&*+=/~-])?)(?:['"`)]?[.,;:!?]{0,2}(?:\s|$))"#,
-        keywords: &[ci("password", Prose(170)), ci("passphrase", Prose(170)), ci("passcode", Prose(170)), ci("secret", Prose(170)), ci("token", Prose(170)), ci("key", Prose(170)), ci("credential", Prose(170))],
+        description: "A token-like word (letters and digits, 8+ characters, 6+ after a password word) within five words after a credential word in prose: \"the password is Tulip4471!harbor\", \"the key is set to Rq8vLz2WmN5kTb3Y\", \"the bearer is set to …\", \"token: …\". Hashes, uuids, versions, dates, paths, e-mails and URLs are left alone.",
+        regex: r#"(?i)\b(?P<name>password|passphrase|passcode|secret|token|key|bearer|credentials?)s?\b(?:[ \t]{0,32}[:=]|[ \t]{1,32}(?:\S{1,20}[ \t]{1,32}){0,5}?(?:is|was|are|were|=|:|to|as|be|reads?)(?:[ \t]{0,32}:)?)[ \t]{1,32}['"`(]?(?P<secret>[A-Za-z!@#$%^&*+=/~_-]{0,40}\d(?:[\w!@#$%^&*+=/~.-]{0,100}[\w!@#$%^&*+=/~-])?)(?:['"`)]?[.,;:!?]{0,2}(?:\s|$))"#,
+        keywords: &[ci("password", Prose(170)), ci("passphrase", Prose(170)), ci("passcode", Prose(170)), ci("secret", Prose(170)), ci("token", Prose(170)), ci("key", Prose(170)), ci("bearer", Prose(170)), ci("credential", Prose(170))],
         checks: &[ProseValue],
         ..BASE
     },

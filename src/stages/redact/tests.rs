@@ -939,6 +939,63 @@ fn cases() -> Vec<Case> {
         t.clone(),
         format!("snyk_org_id: {t} is an org id, see request_id = {t}"),
     );
+
+    let t = g.s(32, "0123456789abcdef") + "-us18";
+    add(
+        "mailchimp-api-key",
+        format!("MAILCHIMP_KEY = \"{t}\""),
+        t.clone(),
+        format!("{}-usage", g.s(32, "0123456789abcdef")),
+    );
+    let t = g.s(16, "0123456789abcdef");
+    add(
+        "http-auth-header",
+        format!("curl -XPOST http://h/api -H \"Token: {t}\" -d x=1"),
+        t.clone(),
+        "curl -XPOST http://h/api -H \"Token-Type: bearer\"".into(),
+    );
+
+    // Contexts missed at the first occurrence (issue #24, item 4): `*_pass` keys in YAML and
+    // TOML, token flags with a space, a UUID-format key handed to `gh secret set`, a bearer
+    // named in prose.
+    let pw = g.s(12, ALNUM) + "7";
+    add(
+        "generic-high-entropy",
+        format!("smtp:\n  smtp_pass: '{pw}'\n"),
+        pw.clone(),
+        "first_pass: done\nbypass: enabled\ncompass = \"north\"\n".into(),
+    );
+    add(
+        "generic-high-entropy",
+        format!("admin_pass = \"{pw}\""),
+        pw.clone(),
+        "pass_count = 3".into(),
+    );
+    let tok = g.s(20, ALNUM) + "3";
+    add(
+        "cli-secret-flag",
+        format!("deployctl --token {tok} --prod"),
+        tok.clone(),
+        "llm --max-tokens 4096 --token-file ~/.config/tok --api-key $API_KEY".into(),
+    );
+    add(
+        "cli-secret-flag",
+        format!("tool --api-key '{t}'"),
+        t.clone(),
+        "tool --api-key API_KEY".into(),
+    );
+    add(
+        "cli-password-arg",
+        format!("gh secret set SENTRY_DSN_KEY --body '{t}'"),
+        t.clone(),
+        "gh secret set SENTRY_DSN_KEY --body \"$SENTRY_DSN_KEY\"".into(),
+    );
+    add(
+        "prose-secret",
+        format!("the bearer is set to {tok} now"),
+        tok.clone(),
+        "the bearer is set to expire at 10:00".into(),
+    );
     v
 }
 
@@ -1079,6 +1136,10 @@ fn not_secrets_are_left_alone() {
         "https://indieweb.org/images/3/35/2018-250-xoxo-indieweb-1.jpg".into(),
         "curl --user neo4j:neo4j http://localhost:7474/db/data/".into(),
         "curl http://127.0.0.1:5000/file --user user:pass --digest".into(),
+        "gh pr create --title 'Token refresh' --body 'Fixes the token refresh of 3 clients'".into(),
+        "cargo run -- --token-limit 4000 --secret-name prod-db".into(),
+        "pass: true\nsurpass: 12\nbypass_cache = yes".into(),
+        "curl --user neo4j:[PASSWORD] http://[IP]:7474/db/data/".into(),
         "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw==".into(),
     ];
     for t in &texts {

@@ -174,7 +174,8 @@ pub fn entropy(s: &[u8]) -> f32 {
 }
 
 /// Values that stand for a secret without being one: `YOUR_API_KEY`, `sk-...xxxx`, `<token>`,
-/// `${VAR}`, `$VAR`, `{{ secret }}`, `********`, `changeme`, one repeated character.
+/// `${VAR}`, `$VAR`, `{{ secret }}`, `[PASSWORD]`, `********`, `changeme`, one repeated
+/// character.
 pub fn placeholder(s: &[u8]) -> bool {
     if s.is_empty() {
         return true;
@@ -182,7 +183,7 @@ pub fn placeholder(s: &[u8]) -> bool {
     if s.iter().all(|&c| c == s[0]) || filler(s) || ascending(s) {
         return true;
     }
-    if matches!(s[0], b'$' | b'<' | b'%' | b'{') {
+    if matches!(s[0], b'$' | b'<' | b'%' | b'{' | b'[') {
         return true;
     }
     let lower = s.to_ascii_lowercase();

@@ -89,6 +89,11 @@ fn jwt_and_basic() {
     assert!(!jwt(format!("{p}.{p}.sig").as_bytes()));
     let anon = "eyJyb2xlIjoiYW5vbiJ9";
     assert!(!jwt(format!("{h}.{anon}.sig").as_bytes()));
+    // A header damaged in a copy before a payload of claims; not before a bare object.
+    assert!(jwt(
+        format!("eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.{p}.sig").as_bytes()
+    ));
+    assert!(!jwt(b"eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.eyJhIjoxfQ.sig"));
     assert!(basic_auth(b"dXNlcjpwYXNz"));
     assert!(!basic_auth(b"ZnVuY3Rpb25hbGl0eQ"));
 }
