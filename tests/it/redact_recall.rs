@@ -213,16 +213,19 @@ fn echoes(secret: &str) -> Vec<Value> {
     ]
 }
 
-/// Recall with every copy counted: each positive kind planted once in context (every
-/// position), then repeated bare in every echo position; a secret counts as gone only when no
-/// copy of it is left anywhere in the output. Look-alikes share the file, so they must stay
-/// byte-identical with every one of those values known.
-#[test]
-fn recall_with_every_copy_counted_and_lookalikes_beside_known_secrets() {
-    let mut g = Gen(0x0ec0_5eed_2024_0001);
+/// One labeled set: each positive kind planted once in context (every position), then repeated
+/// bare in every echo position; the look-alikes share the file.
+struct LabeledSet {
+    lines: Vec<String>,
+    /// (kind, secret, the lines holding a copy)
+    cases: Vec<(usize, String, Vec<usize>)>,
+    look_lines: Vec<usize>,
+}
+
+fn labeled_set(seed: u64) -> LabeledSet {
+    let mut g = Gen(seed);
     let (kinds, looks, positions) = (kinds(), lookalikes(), positions());
     let mut lines = Vec::new();
-    // (kind, secret, the lines holding a copy)
     let mut cases: Vec<(usize, String, Vec<usize>)> = Vec::new();
     for (ki, (_, make)) in kinds.iter().enumerate() {
         for (pname, pos) in &positions {
@@ -249,6 +252,65 @@ fn recall_with_every_copy_counted_and_lookalikes_beside_known_secrets() {
             lines.push(pos(&make(&mut g), "").to_string());
         }
     }
+    LabeledSet {
+        lines,
+        cases,
+        look_lines,
+    }
+}
+
+/// Writes labeled sets for `scripts/peers-recall.sh`, which runs kingfisher, betterleaks and
+/// `cchist check` on the same files: `$CCHIST_RECALL_SETS/set-<seed>.jsonl` and, beside it,
+/// `set-<seed>.labels.json` (each secret's kind and the 1-based lines of its copies, the
+/// look-alike lines). The seeds are not the tests' own: held out from what the rules were
+/// tuned on. The labels hold the planted (generated, fake) values.
+#[test]
+#[ignore = "writes files for scripts/peers-recall.sh; needs CCHIST_RECALL_SETS"]
+fn write_labeled_sets_for_the_peer_comparison() {
+    let dir = std::env::var_os("CCHIST_RECALL_SETS")
+        .map(std::path::PathBuf::from)
+        .expect("set CCHIST_RECALL_SETS to the folder the sets go to");
+    std::fs::create_dir_all(&dir).unwrap();
+    let kinds = kinds();
+    for seed in [0x5eed_0000_0000_0a11_u64, 0x5eed_0000_0000_0b22] {
+        let set = labeled_set(seed);
+        let jsonl = dir.join(format!("set-{seed:x}.jsonl"));
+        std::fs::write(&jsonl, set.lines.join("\n") + "\n").unwrap();
+        let cases: Vec<Value> = set
+            .cases
+            .iter()
+            .map(|(ki, secret, at)| {
+                serde_json::json!({
+                    "kind": kinds[*ki].0,
+                    "secret": secret,
+                    "lines": at.iter().map(|i| i + 1).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let labels = serde_json::json!({
+            "file": jsonl.file_name().unwrap().to_string_lossy(),
+            "cases": cases,
+            "lookalike_lines": set.look_lines.iter().map(|i| i + 1).collect::<Vec<_>>(),
+        });
+        std::fs::write(
+            dir.join(format!("set-{seed:x}.labels.json")),
+            serde_json::to_vec_pretty(&labels).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+/// Recall with every copy counted: a secret counts as gone only when no copy of it is left
+/// anywhere in the output. Look-alikes share the file, so they must stay byte-identical with
+/// every one of those values known.
+#[test]
+fn recall_with_every_copy_counted_and_lookalikes_beside_known_secrets() {
+    let kinds = kinds();
+    let LabeledSet {
+        lines,
+        cases,
+        look_lines,
+    } = labeled_set(0x0ec0_5eed_2024_0001);
     let p = pipeline();
     let out = redact_lines(&p, &lines);
     let mut by_kind = vec![Score::default(); kinds.len()];
