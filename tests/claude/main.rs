@@ -11,6 +11,7 @@ mod support;
 
 mod context_compact;
 mod corpus_gen;
+mod echo_zero;
 mod edit_resume;
 mod history_resume;
 mod hook_cli;
