@@ -17,9 +17,12 @@ echo "-- consumer crate (tests/consumer)"
 CARGO_TARGET_DIR="$TARGET/consumer" cargo test --quiet --manifest-path tests/consumer/Cargo.toml
 
 echo "-- package contents"
-cargo package --locked --allow-dirty --quiet
+# Its own target folder: cargo's verify build of the unpacked package shares the unit hashes of
+# this tree's lib and bin, and in the same folder it would leave their fingerprints pointing at
+# the package's copy of the sources, so later builds of this tree would be taken as fresh.
+CARGO_TARGET_DIR="$TARGET/package-verify" cargo package --locked --allow-dirty --quiet
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
-crate="$TARGET/package/cchist-$version.crate"
+crate="$TARGET/package-verify/package/cchist-$version.crate"
 list=$(tar -tzf "$crate")
 if grep -E '^cchist-[^/]*/(tests|scripts|\.ci|benches|fuzz)/|\.jsonl$|/tests\.rs$' <<<"$list"; then
   echo "error: the package holds test data or tooling (above)" >&2

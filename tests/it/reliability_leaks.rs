@@ -585,3 +585,90 @@ fn check_and_backups_list_see_every_copy_beside_a_session() {
     assert!(!r.proj.join(names[3]).exists());
     assert!(names[..3].iter().all(|n| r.proj.join(n).exists()));
 }
+
+/// Issue #25, item 12: secrets in the encoded forms tools print survive no more. A Docker
+/// config's `auth` (base64 `user:token`), a `.pgpass` line shown by a Read, a private key body
+/// whose PEM lines were cut off, and the hex dump of a token the session showed in context:
+/// `check` reports each (exit 1) and `redact` leaves no copy.
+#[test]
+fn encoded_secrets_are_found_and_redacted() {
+    use base64_like::encode;
+    let token = github_token(91);
+    let docker_auth = encode(format!("deploy:{}", mixed(ALNUM, 24, 92)).as_bytes());
+    let pg_password = mixed(ALNUM, 14, 93) + "7";
+    let key_body = format!(
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{}",
+        mixed(&(ALNUM.to_string() + "+/"), 240, 94)
+    );
+    let token_hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+    let results = [
+        format!(
+            "{{\n  \"auths\": {{\n    \"ghcr.io\": {{\n      \"auth\": \"{docker_auth}\"\n    }}\n  }}\n}}"
+        ),
+        format!("     1\u{2192}db.internal:5432:app:appuser:{pg_password}\n"),
+        format!("$ sed 1d key.pem | tr -d '\\n'\n{key_body}\n"),
+        format!("export GITHUB_TOKEN={token}"),
+        format!("$ printf %s \"$GITHUB_TOKEN\" | xxd -p\n{token_hex}\n"),
+    ];
+    let mut text = String::new();
+    for (i, r) in results.iter().enumerate() {
+        text += &serde_json::json!({"type": "user", "uuid": format!("u{i}"), "parentUuid": null,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": r}]}})
+        .to_string();
+        text.push('\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let check = cchist()
+        .args(["check", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1), "check finds them");
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let lines: Vec<u64> = report["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    for line in 1..=results.len() as u64 {
+        assert!(
+            lines.contains(&line),
+            "no finding on line {line}: {lines:?}"
+        );
+    }
+    let out = cchist().arg("redact").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    for (what, s) in [
+        ("docker auth", &docker_auth),
+        (".pgpass password", &pg_password),
+        ("key body", &key_body[..60].to_string()),
+        ("token", &token),
+        ("token hex", &token_hex),
+    ] {
+        assert!(!out.contains(s.as_str()), "{what} survives redact");
+    }
+}
+
+/// Standard base64, padded: the encodings above are built at run time from fake values.
+mod base64_like {
+    pub fn encode(data: &[u8]) -> String {
+        const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for g in data.chunks(3) {
+            let b = [g[0], *g.get(1).unwrap_or(&0), *g.get(2).unwrap_or(&0)];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for k in 0..4 {
+                if k <= g.len() {
+                    out.push(ABC[(n >> (18 - 6 * k)) as usize & 63] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    }
+}

@@ -112,6 +112,14 @@ impl Known {
                     meta.push((idx, r));
                 }
             }
+            if r == Reach::Anywhere {
+                for form in encoded_forms(&v.0) {
+                    if seen.insert(form.clone()) {
+                        pats.push(form);
+                        meta.push((idx, Reach::Anywhere));
+                    }
+                }
+            }
         }
         if pats.is_empty() {
             return None;
@@ -342,6 +350,23 @@ fn forms(v: &[u8]) -> Vec<Vec<u8>> {
             s.push(c);
         }
         out.push(s);
+    }
+    out
+}
+
+/// The encoded forms of a random-looking value a tool may print (issue #25: `xxd -p`, `od`,
+/// `base64` of a token, a `user:token` pair encoded after it): hex in either case, and the
+/// base64 every encoding of a string starting with the value begins with. Only for values
+/// propagated anywhere: a short or word-like value's encodings would match by chance.
+fn encoded_forms(v: &[u8]) -> Vec<Vec<u8>> {
+    let hex: Vec<u8> = v
+        .iter()
+        .flat_map(|b| format!("{b:02x}").into_bytes())
+        .collect();
+    let mut out = vec![hex.to_ascii_uppercase(), hex];
+    let b64 = super::checks::b64_whole_groups(v);
+    if b64.len() >= 16 {
+        out.push(b64);
     }
     out
 }
@@ -604,6 +629,31 @@ mod tests {
         assert!(!s.contains("Zq8"), "{s}");
         assert_eq!(out.echoes.len(), 4, "{s}");
         assert!(serde_json::from_str::<serde_json::Value>(&s).is_ok(), "{s}");
+    }
+
+    #[test]
+    fn hex_and_base64_of_a_known_value_are_replaced() {
+        let v = format!("ghp_{}", "Xr9bg7JJ70oWPxoCsPtwEliTcm8bBs4Nq2lp");
+        let k = known(&[v.as_str()]);
+        let e = k.echoes().unwrap();
+        let hex: String = v.bytes().map(|b| format!("{b:02x}")).collect();
+        let b64 = String::from_utf8(crate::stages::redact::checks::b64_whole_groups(
+            format!("{v}:x-oauth-basic").as_bytes(),
+        ))
+        .unwrap();
+        for text in [
+            format!("$ echo -n $T | xxd -p\n{hex}\n"),
+            format!("hex {} end", hex.to_ascii_uppercase()),
+            format!("Authorization: Basic {b64}="),
+        ] {
+            let (out, _) = e.text(text.as_bytes()).expect("an encoded echo is found");
+            let out = String::from_utf8(out).unwrap();
+            assert!(
+                !out.contains(&hex) && !out.contains(&hex.to_ascii_uppercase()),
+                "{out}"
+            );
+            assert!(!out.contains(&b64[..24]), "{out}");
+        }
     }
 
     #[test]

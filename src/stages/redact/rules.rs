@@ -604,6 +604,17 @@ pub static RULES: &[Rule] = &[
         ..BASE
     },
     Rule {
+        id: "private-key-body",
+        title: "Private key body without its PEM lines",
+        description: "The base64 body of a private key whose `-----BEGIN`/`-----END` lines were cut off (`sed 1d key.pem`, a key pasted into a variable or a secret store): PKCS#8 (`MII…IBADAN…`), PKCS#1 RSA (`MII…IBAAK…`), SEC1 EC (`MHcCAQEEI…`, `MIGkAgEBBDA…`) and OpenSSH (`b3BlbnNzaC1rZXktdjE…`), 100+ base64 characters. Public keys and certificates start otherwise and are left alone.",
+        regex: r"(?:^|[^A-Za-z0-9+/])(?P<secret>(?:MII[A-Za-z0-9+/]{3}IBAD?AN|MHcCAQEEI|MIGkAgEBBDA|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=\r\n]{100,})",
+        keywords: &[cs("IBADAN", Any), cs("IBAAK", Any), cs("MHcCAQEEI", Any), cs("MIGkAgEBBDA", Any), cs("b3BlbnNzaC1rZXktdjE", Any)],
+        before: 7,
+        checks: &[PemBody],
+        trim: true,
+        ..BASE
+    },
+    Rule {
         id: "azure-storage-account-key",
         title: "Azure storage account key",
         description: "An Azure storage account key in a connection string (`AccountKey=…==`).",
@@ -1036,6 +1047,25 @@ pub static RULES: &[Rule] = &[
         regex: r#"(?i)\bauthorization[\s'"]{0,3}[:=][\s'"]{0,3}basic[ \t]+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})"#,
         keywords: &[ci("authorization", AuthBasic)],
         checks: &[BasicAuth],
+        ..BASE
+    },
+    Rule {
+        id: "docker-config-auth",
+        title: "Registry credentials in a Docker config",
+        description: "The base64 `user:password` of an `auth` member (`~/.docker/config.json`'s `\"auths\": {\"ghcr.io\": {\"auth\": …}}`, `.dockercfg`, a Kubernetes `dockerconfigjson`): it decodes to printable `user:password`.",
+        regex: r#"(?i)\bauth(?:\\?['"])?[ \t]{0,3}[:=][ \t]{0,3}(?:\\?['"])?(?P<secret>[A-Za-z0-9+/]{12,}={0,2})"#,
+        keywords: &[ci("auth", AssignWord(2, ANY))],
+        checks: &[BasicAuth],
+        ..BASE
+    },
+    Rule {
+        id: "pgpass-password",
+        title: "PostgreSQL .pgpass password",
+        description: "The password of a `.pgpass` line (`host:port:database:user:password`, port a number or `*`), as a Read or `cat ~/.pgpass` shows it.",
+        regex: r#"(?:^|\n|\\[nr]|")[ \t]*(?:\d{1,7}(?:→|\\u2192|\t|\\t)[ \t]*)?[A-Za-z0-9_.*-]{1,253}:(?:\d{2,5}|\*):[^:\s\\"]{1,63}:[^:\s\\"]{1,63}:(?P<secret>[^\s\\":]{4,256})(?:\\[nr]|[ \t]*(?:\r?\n|"|$))"#,
+        keywords: &[cs(":5432:", Any), cs(":6432:", Any), cs(":*:", Any)],
+        before: 300,
+        checks: &[CliValue, NotAllDigits],
         ..BASE
     },
     Rule {

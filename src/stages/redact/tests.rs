@@ -955,6 +955,32 @@ fn cases() -> Vec<Case> {
         "curl -XPOST http://h/api -H \"Token-Type: bearer\"".into(),
     );
 
+    // Encoded forms (issue #25, item 12).
+    let cred = b64(format!("deploy:{}", g.s(24, ALNUM)).as_bytes(), false);
+    add(
+        "docker-config-auth",
+        format!("{{\"auths\": {{\"ghcr.io\": {{\"auth\": \"{cred}\"}}}}}}"),
+        cred.clone(),
+        format!("{{\"auth\": \"{}\"}}", b64(b"no colon in this one", false)),
+    );
+    let pw = g.s(14, ALNUM) + "5";
+    add(
+        "pgpass-password",
+        format!("db.internal:5432:app:appuser:{pw}\n*:*:*:postgres:{pw}x"),
+        pw.clone(),
+        "root:x:0:0:root:/root:/bin/bash\nlocalhost:5432:app:user".into(),
+    );
+    let body = format!("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{}", g.s(200, B64));
+    add(
+        "private-key-body",
+        format!("$ sed 1d key.pem | head -3\n{body}"),
+        body.clone(),
+        format!(
+            "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA{}",
+            g.s(200, B64)
+        ),
+    );
+
     // Contexts missed at the first occurrence (issue #24, item 4): `*_pass` keys in YAML and
     // TOML, token flags with a space, a UUID-format key handed to `gh secret set`, a bearer
     // named in prose.
@@ -1168,6 +1194,24 @@ fn example_keys_from_docs_are_kept() {
 
 fn line_of(v: serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
+}
+
+/// A match a later round finds (the first match took the newline that starts the next
+/// `.pgpass` line) is reported at its offset in the original text.
+#[test]
+fn findings_of_later_rounds_are_at_their_original_offsets() {
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let (a, b) = (
+        ["Qx7", "Lm2Rt9Vw4Kp"].concat(),
+        ["Zt8", "Hn3Jq6Bw1Ys"].concat(),
+    );
+    let text = format!("db.internal:5432:app:appuser:{a}\n*:*:*:postgres:{b}\n");
+    let f = found(&r, &text);
+    let secrets: Vec<&str> = f.iter().map(|(_, s)| s.as_str()).collect();
+    assert!(
+        secrets.contains(&a.as_str()) && secrets.contains(&b.as_str()),
+        "{f:?}"
+    );
 }
 
 #[test]

@@ -1,5 +1,19 @@
 //! Structural checks of token formats: base64, JWT, HTTP Basic, bech32 checksums.
 
+/// Standard base64 of the whole 3-byte groups of `data` (no padding, no partial tail): the
+/// prefix every base64 encoding of a string that starts with `data` shares.
+pub fn b64_whole_groups(data: &[u8]) -> Vec<u8> {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(data.len() / 3 * 4);
+    for g in data.chunks_exact(3) {
+        let n = (u32::from(g[0]) << 16) | (u32::from(g[1]) << 8) | u32::from(g[2]);
+        for k in (0..4).rev() {
+            out.push(ABC[(n >> (6 * k)) as usize & 63]);
+        }
+    }
+    out
+}
+
 pub(super) fn b64_decode(s: &[u8], url: bool) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0);

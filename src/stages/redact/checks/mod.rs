@@ -2,6 +2,7 @@
 //! placeholder / hash / identifier classes that look like secrets but are not.
 
 mod formats;
+pub use formats::b64_whole_groups;
 mod names;
 #[cfg(test)]
 mod tests;

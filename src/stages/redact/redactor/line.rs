@@ -737,6 +737,9 @@ impl Redactor {
     pub(super) fn text(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         let mut cur = std::borrow::Cow::Borrowed(text);
         let mut findings = Vec::new();
+        // Where the placeholders of earlier rounds sit, so a later round's finding is reported
+        // at its offset in `text`, not in the text as those rounds left it.
+        let mut placed: Placed = Vec::new();
         for _ in 0..MAX_ROUNDS {
             let mut found = Vec::new();
             if full {
@@ -753,14 +756,26 @@ impl Redactor {
             if found.is_empty() {
                 break;
             }
-            findings.extend(found.iter().map(|f| LineFinding {
-                rule: f.rule as usize,
-                path: None,
-                offset: f.start,
-                len: f.end - f.start,
-                fingerprint: self.fingerprint(&cur[f.start..f.end]),
-                secret: SecretBytes::new(&cur[f.start..f.end]),
+            findings.extend(found.iter().map(|f| {
+                let offset = to_original(&placed, f.start, false);
+                LineFinding {
+                    rule: f.rule as usize,
+                    path: None,
+                    offset,
+                    len: to_original(&placed, f.end, true) - offset,
+                    fingerprint: self.fingerprint(&cur[f.start..f.end]),
+                    secret: SecretBytes::new(&cur[f.start..f.end]),
+                }
             }));
+            let spans: Vec<(usize, usize, usize)> = found
+                .iter()
+                .map(|f| {
+                    let mut ph = Vec::new();
+                    self.put_placeholder(&cur, f, &mut ph);
+                    (f.start, f.end, ph.len())
+                })
+                .collect();
+            placed = replaced(&placed, &spans);
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
         match cur {
@@ -774,6 +789,57 @@ impl Redactor {
     pub fn redact_text(&self, text: &[u8]) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         self.text(text, false)
     }
+}
+
+/// The placeholders in a text as the rounds so far left it: each one's start and end there,
+/// and the span of the original text it stands for. Sorted, disjoint.
+type Placed = Vec<(usize, usize, usize, usize)>;
+
+/// The offset in the original text of offset `x` of the current text. Inside a placeholder it
+/// is the start (or, for an `end`, the end) of what the placeholder replaced.
+fn to_original(placed: &Placed, x: usize, end: bool) -> usize {
+    let mut delta: isize = 0; // current offset minus original offset, after the last passed
+    for &(ca, cb, oa, ob) in placed {
+        if x >= cb {
+            delta = cb as isize - ob as isize;
+            continue;
+        }
+        if x <= ca {
+            break;
+        }
+        return if end { ob } else { oa };
+    }
+    (x as isize - delta) as usize
+}
+
+/// `placed` after this round replaced `spans` (`start, end` in the current text, and the
+/// length of the placeholder written there; sorted, disjoint): a placeholder a new one covers
+/// is absorbed into it.
+fn replaced(placed: &Placed, spans: &[(usize, usize, usize)]) -> Placed {
+    let mut out = Vec::with_capacity(placed.len() + spans.len());
+    let mut shift: isize = 0; // new offset minus current offset, over the spans passed
+    let mut old = placed.iter().copied().peekable();
+    let at = |x: usize, shift: isize| (x as isize + shift) as usize;
+    for &(s, e, len) in spans {
+        while let Some(&(ca, cb, oa, ob)) = old.peek() {
+            if cb <= s {
+                out.push((at(ca, shift), at(cb, shift), oa, ob));
+            } else if ca >= e {
+                break;
+            }
+            old.next();
+        }
+        let ns = at(s, shift);
+        out.push((
+            ns,
+            ns + len,
+            to_original(placed, s, false),
+            to_original(placed, e, true),
+        ));
+        shift += len as isize - (e - s) as isize;
+    }
+    out.extend(old.map(|(ca, cb, oa, ob)| (at(ca, shift), at(cb, shift), oa, ob)));
+    out
 }
 
 /// Add this round's replacements `found` (sorted, disjoint, in the coordinates of the string
