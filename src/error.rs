@@ -151,6 +151,13 @@ pub enum Error {
         /// The file.
         path: Origin,
     },
+    /// A memory-mapped input shrank while it was read (another process truncated it): the
+    /// output so far is incomplete.
+    #[error("{path}: the file was truncated by another process while cchist read it; the output is incomplete and the file was not changed — run again once nothing else writes it")]
+    Truncated {
+        /// The file.
+        path: Origin,
+    },
     /// Another cchist held the file's lock for longer than this one would wait.
     #[error("{path}: another cchist is writing this file (still locked after {} s); it was left untouched — run again when that one is done (CCHIST_LOCK_WAIT=SECONDS waits longer)", waited.as_secs_f64())]
     Locked {
@@ -167,6 +174,12 @@ pub enum Error {
 impl Error {
     /// Build an [`Error::Io`].
     pub fn io(path: &Origin, op: &'static str, source: std::io::Error) -> Self {
+        // Output is written straight from the mapped input: a write that faults on its own
+        // source bytes means the input's pages are gone, i.e. the file was truncated.
+        #[cfg(unix)]
+        if op == "write" && source.raw_os_error() == Some(libc::EFAULT) {
+            return Error::Truncated { path: path.clone() };
+        }
         Error::Io {
             path: path.clone(),
             op,

@@ -40,6 +40,28 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
+    // Inputs are memory-mapped (read only, as ripgrep does) for speed; an in-place write reads
+    // its locked file instead. If another process truncates a mapped input while a stdout or
+    // `--out-dir` run reads it, the next touch of a vanished page raises SIGBUS: end with a
+    // message and exit 2 (the output is incomplete; no input was written), never a signal
+    // death that a script reads as a crash.
+    // SAFETY: installing a handler before any thread starts; it calls only write(2) and
+    // _exit(2), both async-signal-safe.
+    #[cfg(unix)]
+    unsafe {
+        extern "C" fn on_sigbus(_: libc::c_int) {
+            const MSG: &[u8] = b"cchist: error: an input file was truncated by another process while it was read; the output is incomplete and no input was changed; run again once nothing else writes it\n";
+            // SAFETY: write(2) and _exit(2) are async-signal-safe.
+            unsafe {
+                libc::write(2, MSG.as_ptr().cast(), MSG.len());
+                libc::_exit(2);
+            }
+        }
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_sigbus as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut());
+    }
     // `println!` panics when stdout is a closed pipe; like the other outputs, that is the
     // reader having had enough (`| head`), not an error.
     let default_hook = std::panic::take_hook();

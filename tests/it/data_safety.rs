@@ -714,3 +714,53 @@ fn check_reports_skipped_links_and_does_not_look_clean() {
         assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
     }
 }
+
+/// Issue #25, item 22: a mapped input truncated by another process during a stdout run. The
+/// run is held mid-file by a full stdout pipe, the file is cut to nothing, then the pipe is
+/// drained: the next page it reads is gone. The run ends with exit 2 and a message saying
+/// so, not a SIGBUS death (exit by signal 7), and the file stays as the other process left it.
+#[cfg(unix)]
+#[test]
+fn a_mapped_input_truncated_under_a_stdout_run_is_an_error_not_a_crash() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    while bytes.len() < 16 << 20 {
+        bytes.extend_from_slice(&session(ID, 200, false));
+    }
+    let p = write_session(d.path(), ID, &bytes);
+    let mut child = crate::common::cchist()
+        .args(["run", "-p", "scrub"])
+        .arg(&p)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // Read a little, so the run is under way, then let the pipe fill and hold it there.
+    let mut first = vec![0u8; 1 << 16];
+    stdout.read_exact(&mut first).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = stdout.read_to_end(&mut rest);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), None, "killed by a signal: {status:?}");
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("truncated by another process"), "{err}");
+    assert!(!err.contains("Bad address"), "{err}");
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+}
