@@ -77,6 +77,12 @@ fn main() -> ExitCode {
         }
         default_hook(info)
     }));
+    // `COMPLETE=bash cchist` prints the shell's registration; the shell then calls back with
+    // COMPLETE set to complete a command line (pipelines and session ids included). Before
+    // anything else writes to stdout.
+    clap_complete::CompleteEnv::with_factory(|| <cli::Cli as clap::CommandFactory>::command())
+        .bin("cchist")
+        .complete();
     let args = match cli::paths_not_flags(std::env::args_os().collect()) {
         Ok(args) => match cli::Cli::try_parse_from(args) {
             Ok(a) => a,

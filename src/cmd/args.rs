@@ -101,7 +101,7 @@ pub struct IoArgs {
     #[arg(long, requires = "in_place")]
     pub break_hard_links: bool,
     /// Process this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
-    #[arg(short = 's', long, value_name = "ID")]
+    #[arg(short = 's', long, value_name = "ID", add = clap_complete::ArgValueCandidates::new(crate::cmd::complete::sessions))]
     pub session: Option<String>,
     /// Write the result as a new session beside the original (fresh session id, companion
     /// folder copied), leave the original untouched, and print `claude --resume <new id>`.
@@ -114,7 +114,7 @@ pub struct IoArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ScanArgs {
     /// Also this session (id or unique prefix, under $CLAUDE_CONFIG_DIR/projects).
-    #[arg(short = 's', long, value_name = "ID")]
+    #[arg(short = 's', long, value_name = "ID", add = clap_complete::ArgValueCandidates::new(crate::cmd::complete::sessions))]
     pub session: Option<String>,
     /// Everything under the Claude Code config folder ($CLAUDE_CONFIG_DIR, default ~/.claude):
     /// every project's transcripts and history.jsonl.

@@ -42,7 +42,7 @@ pub struct CheckArgs {
     pub json: bool,
     /// A pipeline file with a `[check]` table (or a shipped name such as `ci-policy`): which
     /// rules must find nothing, size limits, forbidden tools and record types, chain validity.
-    #[arg(long, value_name = "FILE|NAME")]
+    #[arg(long, value_name = "FILE|NAME", add = clap_complete::ArgValueCandidates::new(crate::cmd::complete::pipelines))]
     pub policy: Option<String>,
     /// Known findings (a file written by --write-baseline) are not reported.
     #[arg(long, value_name = "FILE")]

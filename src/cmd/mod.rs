@@ -4,6 +4,7 @@ pub mod apply;
 pub mod args;
 pub mod check;
 pub mod color;
+pub mod complete;
 pub mod context;
 pub mod drop_tool_noise;
 pub mod edit;

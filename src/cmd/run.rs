@@ -11,7 +11,7 @@ use super::args::IoArgs;
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The pipeline file (TOML), or the name of a shipped one (identity, scrub, share, …).
-    #[arg(short, long, value_name = "FILE|NAME")]
+    #[arg(short, long, value_name = "FILE|NAME", add = clap_complete::ArgValueCandidates::new(crate::cmd::complete::pipelines))]
     pub pipeline: String,
     /// Input and output.
     #[command(flatten)]

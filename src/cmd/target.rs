@@ -11,7 +11,7 @@ use clap::Args;
 #[derive(Args, Debug, Clone)]
 pub struct SessionArgs {
     /// Session id, or a unique prefix of one, under $CLAUDE_CONFIG_DIR/projects (default ~/.claude).
-    #[arg(short, long, value_name = "ID", conflicts_with_all = ["file", "project"])]
+    #[arg(short, long, value_name = "ID", conflicts_with_all = ["file", "project"], add = clap_complete::ArgValueCandidates::new(crate::cmd::complete::sessions))]
     pub session: Option<String>,
     /// A transcript file given by path.
     #[arg(short, long, value_name = "PATH", conflicts_with = "project")]

@@ -740,3 +740,62 @@ fn times_are_local_with_an_offset_in_text_and_rfc3339_in_json() {
     let t = v[0]["modified"].as_str().unwrap_or_default().to_string();
     assert!(rfc3339(&t), "ls --json modified: {t}");
 }
+
+/// Item 17: completion knows what only the binary knows. Through clap_complete's dynamic
+/// protocol (what `source <(COMPLETE=bash cchist)` registers): `--pipeline` offers the shipped
+/// pipeline names, `-s` the session ids under the config folder (newest first), and
+/// `COMPLETE=bash cchist` prints the shell's registration.
+#[test]
+fn completion_offers_shipped_pipelines_and_session_ids() {
+    let complete = |env: &[(&str, &std::path::Path)], words: &[&str]| {
+        let mut c = crate::common::cchist();
+        c.env("COMPLETE", "bash")
+            .env("_CLAP_COMPLETE_INDEX", (words.len() - 1).to_string())
+            .env("_CLAP_IFS", "\n")
+            .arg("--")
+            .args(words);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let got = complete(&[], &["cchist", "run", "--pipeline", ""]);
+    for name in ["scrub", "share", "compact", "repair"] {
+        assert!(got.iter().any(|l| l == name), "{name} not offered: {got:?}");
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("projects").join("-home-dev-app");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (old, new) = (
+        "8c1f9a1e-2b3c-4d5e-9f00-112233445566",
+        "0d6b2f55-7a1c-4e3b-8f00-aabbccddeeff",
+    );
+    for id in [old, new] {
+        std::fs::write(dir.join(format!("{id}.jsonl")), "{}\n").unwrap();
+    }
+    crate::common::age(&dir.join(format!("{old}.jsonl")), 3600);
+    let got = complete(
+        &[("CLAUDE_CONFIG_DIR", root.path())],
+        &["cchist", "redact", "-s", ""],
+    );
+    assert_eq!(&got[..2], &[new.to_string(), old.to_string()], "{got:?}");
+    let out = crate::common::cchist()
+        .env("COMPLETE", "bash")
+        .output()
+        .unwrap();
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        script.contains("complete") && script.contains("cchist"),
+        "{script}"
+    );
+}
