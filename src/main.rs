@@ -80,7 +80,7 @@ fn main() -> ExitCode {
     // `COMPLETE=bash cchist` prints the shell's registration; the shell then calls back with
     // COMPLETE set to complete a command line (pipelines and session ids included). Before
     // anything else writes to stdout.
-    clap_complete::CompleteEnv::with_factory(|| <cli::Cli as clap::CommandFactory>::command())
+    clap_complete::CompleteEnv::with_factory(<cli::Cli as clap::CommandFactory>::command)
         .bin("cchist")
         .complete();
     let args = match cli::paths_not_flags(std::env::args_os().collect()) {
