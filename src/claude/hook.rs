@@ -10,7 +10,8 @@
 //! | `SessionEnd` | apply the pipeline (default: shipped `scrub`) in place to the transcript and its sub-agent files, atomically |
 //! | `PreCompact` | print guidance for the compaction summary, built from the redacted transcript |
 //! | `SessionStart` | with `[hook] session_start_digest = true`: print a redacted digest of the project's previous session (not after `/compact` unless `session_start_on_compact`) |
-//! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed, redacted fork, or only notify; each threshold once per session |
+//! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed, redacted fork, or only notify; each threshold once per session. `action = "command"`: run the user's history manager ([`crate::claude::hook_command`]) after every turn or at the thresholds, and apply its document to a fork, or queue it for SessionEnd |
+//! | `SessionEnd` (queued) | after the pipeline: apply the queued history-manager documents in place, each all or nothing, when every uuid they name is still there |
 //! | anything else | nothing |
 //!
 //! What Claude Code 2.1.328 does with a hook's output (asserted by `tests/hook_cli.rs`):

@@ -15,10 +15,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use cchist::claude::hook::{self, Fence, HookInput, Refusal, TurnWait};
+use cchist::claude::hook_command;
 use cchist::claude::hook_log::{self, Fired, LogLine};
 use cchist::claude::layout::SessionFile;
 use cchist::claude::rewrite::{self, MutateOptions, Written};
-use cchist::engine::config::{self, HookPolicy, PipelineFile, StopAction};
+use cchist::engine::config::{self, ApplyAt, HookPolicy, PipelineFile, StopAction};
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::engine::runner::{self, Mode};
 use cchist::error::{ExitStatus, Origin};
@@ -26,6 +27,7 @@ use cchist::io::framing;
 use cchist::io::input::Input;
 use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages;
+use cchist::stages::edit::{EditStage, Op, OpsDoc};
 use cchist::transcript::record::Record;
 use cchist::transcript::session::Session;
 use clap::{Args, Subcommand};
@@ -78,6 +80,10 @@ pub fn run(a: HookArgs) -> anyhow::Result<ExitStatus> {
 struct Done {
     outcome: &'static str,
     detail: String,
+    /// A line for the user (printed as the Stop hook's `systemMessage`).
+    message: Option<String>,
+    /// Exit 2 (`block_on_error`): Claude Code feeds `detail` to the model.
+    block: bool,
 }
 
 impl Done {
@@ -85,7 +91,14 @@ impl Done {
         Done {
             outcome,
             detail: detail.into(),
+            message: None,
+            block: false,
         }
+    }
+
+    fn telling(mut self, message: impl Into<String>) -> Done {
+        self.message = Some(message.into());
+        self
     }
 }
 
@@ -117,6 +130,21 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
         .and_then(|root| Ok(hook_log::append(&root, &line)?));
     if let Err(e) = logged {
         say!("cchist hook: cannot write the hook log: {e:#}");
+    }
+    if let Ok(Done { block: true, .. }) = &result {
+        // Claude Code reads a blocking Stop hook's stderr and gives it to the model.
+        say!(
+            "cchist hook ({}): {}",
+            line.event,
+            cchist::stages::redact::shown_text(&detail)
+        );
+        return ExitStatus::Error;
+    }
+    if let Ok(Done {
+        message: Some(m), ..
+    }) = &result
+    {
+        println!("{}", json!({ "systemMessage": m }));
     }
     if !line.is_failure() {
         return ExitStatus::Ok;
@@ -199,7 +227,11 @@ fn session_end(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Don
     if !failures.is_empty() {
         bail!("{}", failures.join("; "));
     }
-    let detail = format!("{} files, {changed} changed", files.len());
+    let mut detail = format!("{} files, {changed} changed", files.len());
+    // After the pipeline: what the queued edits cut is then redacted in their backup too.
+    if let Some(q) = apply_queued(inp, spec, &transcript)? {
+        detail = format!("{detail}; {q}");
+    }
     if !refused.is_empty() {
         return Ok(Done::new(
             "refused",
@@ -281,8 +313,11 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
     // `stop_hook_active` (another hook made the model continue) is no reason to skip: this
     // hook never blocks, and the state below keeps a threshold from firing twice.
     let (file, policy) = load(spec)?;
-    if !policy.has_turn_rules() {
-        return Ok(Done::new("skipped", "no turn-count rule in [hook]"));
+    if !policy.acts_on_stop() {
+        return Ok(Done::new(
+            "skipped",
+            "no turn-count rule nor history manager in [hook]",
+        ));
     }
     // The turn's number is known once its prompt is on disk: a turn that triggers nothing
     // needs no wait for its answer.
@@ -328,6 +363,11 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
             format!("turn {turn}: already fired in this session"),
         ));
     }
+    if policy.action == StopAction::Command {
+        let done = history_manager(inp, file, &policy, turn, &path, &root, &held)?;
+        fired.record(turn)?;
+        return Ok(done);
+    }
     // `fit = "auto"`: the auto-compact threshold of the session's model, as `context` finds it.
     // A fork cannot go on without it; a notice then says `--fit N`.
     let policy = match (policy.fit, policy.action) {
@@ -363,6 +403,8 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
             ),
             format!("turn {turn}: nothing to compress (keep_last {})", policy.keep_last),
         ),
+        // Handled above, before `fit` is resolved.
+        StopAction::Command => bail!("[hook] action = \"command\" reached the fork policies"),
         StopAction::Fork => {
             let id = fork(file, &path, policy.summarize_options())?;
             (
@@ -407,14 +449,7 @@ fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> anyhow::Result<St
         list.push((stages::relink::DEF.build)(toml::Table::new())?);
     }
     let p = Pipeline::new(list, OnInvalid::Keep, "stop-hook fork".into());
-    let s = SessionFile {
-        id: path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        path: path.to_path_buf(),
-        project_dir: path.parent().map(PathBuf::from).unwrap_or_default(),
-    };
+    let s = session_file(path);
     let opts = MutateOptions {
         fork: true,
         ..Default::default()
@@ -422,5 +457,181 @@ fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> anyhow::Result<St
     match rewrite::mutate(&s, &p, opts)? {
         (_, Written::Forked { id, .. }) => Ok(id),
         (_, other) => bail!("the fork was not written ({other:?})"),
+    }
+}
+
+/// `action = "command"`: run the user's history manager on the complete turn and apply what
+/// it answers to a fork (or queue it for SessionEnd); any failure changes nothing and is told
+/// to the user, without quoting the command's output.
+fn history_manager(
+    inp: &HookInput,
+    file: PipelineFile,
+    policy: &HookPolicy,
+    turn: usize,
+    path: &Path,
+    root: &Path,
+    held: &str,
+) -> anyhow::Result<Done> {
+    let argv = &policy
+        .command
+        .as_ref()
+        .context("[hook] action = \"command\" without a command")?
+        .0;
+    let data = hook::read_bounded(path)?;
+    let req = hook_command::Request {
+        event: if policy.is_post_turn() {
+            "PostTurn"
+        } else {
+            "TurnCount"
+        },
+        session_id: inp.session_id.clone(),
+        transcript_path: path.to_path_buf(),
+        cwd: inp.cwd.clone(),
+        turns: hook_command::turn_uuids(&data),
+        recent: policy.recent,
+    };
+    // The manager may call cchist itself (the shipped example does): the same binary.
+    let exe = std::env::current_exe()
+        .map(|p| vec![("CCHIST".to_string(), p.to_string_lossy().into_owned())])
+        .unwrap_or_default();
+    let timeout = std::time::Duration::from_millis(policy.command_timeout_ms);
+    let failed = |why: String| {
+        let mut d = Done::new("failed", format!("turn {turn}: history manager: {why}")).telling(
+            format!(
+                "cchist: your history manager failed at turn {turn}: {why}. This session is unchanged (`cchist hook status` shows the log)."
+            ),
+        );
+        d.block = policy.block_on_error;
+        d
+    };
+    let answer = match hook_command::run(argv, &req, inp.cwd.as_deref(), timeout, &exe) {
+        Ok(None) => {
+            return Ok(Done::new(
+                "ok",
+                format!("turn {turn}: history manager: nothing to do ({held})"),
+            ))
+        }
+        Ok(Some(a)) => a,
+        Err(f) => return Ok(failed(f.to_string())),
+    };
+    // Every uuid it names must be in the session now (and, queued, still at its end).
+    let s = Session::new(framing::lines(&data, 1).map(Record::from_line).collect());
+    if let Some(u) = hook_command::named_uuids(&answer.doc)
+        .into_iter()
+        .find(|u| !s.by_uuid.contains_key(u))
+    {
+        return Ok(failed(format!(
+            "its document names uuid {u}, which is not in this session; nothing applied"
+        )));
+    }
+    drop(s);
+    match policy.apply {
+        ApplyAt::Fork => match edit_fork(file, path, answer.doc.operations) {
+            Ok(id) => Ok(Done::new(
+                "fired",
+                format!("turn {turn}: history manager: forked {id} ({held})"),
+            )
+            .telling(format!(
+                "cchist: your history manager edited this session at turn {turn} (this session is unchanged); the edited copy, redacted, is ready: claude --resume {id}"
+            ))),
+            Err(e) => Ok(failed(format!("{e:#}"))),
+        },
+        ApplyAt::SessionEnd => {
+            let n = hook_log::queue_push(root, &inp.session_id, &answer.text)?;
+            Ok(Done::new(
+                "fired",
+                format!("turn {turn}: history manager: queued for SessionEnd ({n} queued; {held})"),
+            )
+            .telling(format!(
+                "cchist: your history manager's edit (turn {turn}) is queued; it is applied to this session when it ends, then `claude --resume {}` shows it",
+                inp.session_id
+            )))
+        }
+    }
+}
+
+/// The pipeline a history manager's edit goes through: the edit, the hook pipeline's stages
+/// (redaction of what the manager wrote too), then relink unless the pipeline ends with it.
+fn edit_pipeline(file: PipelineFile, ops: Vec<Op>) -> anyhow::Result<Pipeline> {
+    let mut list: Vec<Box<dyn stages::Stage>> = vec![Box::new(EditStage::new(ops))];
+    list.extend(file.pipeline.stages);
+    if list.last().is_none_or(|s| s.name() != "relink") {
+        list.push((stages::relink::DEF.build)(toml::Table::new())?);
+    }
+    Ok(Pipeline::new(
+        list,
+        OnInvalid::Keep,
+        "history manager edit".into(),
+    ))
+}
+
+fn session_file(path: &Path) -> SessionFile {
+    SessionFile {
+        id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: path.to_path_buf(),
+        project_dir: path.parent().map(PathBuf::from).unwrap_or_default(),
+    }
+}
+
+fn edit_fork(file: PipelineFile, path: &Path, ops: Vec<Op>) -> anyhow::Result<String> {
+    let p = edit_pipeline(file, ops)?;
+    let opts = MutateOptions {
+        fork: true,
+        ..Default::default()
+    };
+    match rewrite::mutate(&session_file(path), &p, opts)? {
+        (_, Written::Forked { id, .. }) => Ok(id),
+        (_, other) => bail!("the fork was not written ({other:?})"),
+    }
+}
+
+/// SessionEnd: apply the documents queued by `apply = "session-end"`, each all or nothing, in
+/// place (the session has ended: nothing appends to it any more). Returns what to log.
+fn apply_queued(inp: &HookInput, spec: &str, path: &Path) -> anyhow::Result<Option<String>> {
+    let root = cchist::claude::layout::config_root()?;
+    let docs = hook_log::queue_take(&root, &inp.session_id)?;
+    if docs.is_empty() {
+        return Ok(None);
+    }
+    let (mut applied, mut failed) = (0, Vec::new());
+    for (i, text) in docs.iter().enumerate() {
+        let doc = match OpsDoc::parse(text) {
+            Ok(d) => d,
+            Err(e) => {
+                failed.push(format!("queued document {}: {e}", i + 1));
+                continue;
+            }
+        };
+        let data = hook::read_bounded(path)?;
+        let s = Session::new(framing::lines(&data, 1).map(Record::from_line).collect());
+        if let Some(u) = hook_command::named_uuids(&doc)
+            .into_iter()
+            .find(|u| !s.by_uuid.contains_key(u))
+        {
+            failed.push(format!(
+                "queued document {}: uuid {u} is no longer in the session; not applied",
+                i + 1
+            ));
+            continue;
+        }
+        drop(s);
+        let (file, _) = load(spec)?;
+        let p = edit_pipeline(file, doc.operations)?;
+        let opts = MutateOptions {
+            force: true,
+            ..Default::default()
+        };
+        match rewrite::mutate(&session_file(path), &p, opts) {
+            Ok(_) => applied += 1,
+            Err(e) => failed.push(format!("queued document {}: {e}", i + 1)),
+        }
+    }
+    if failed.is_empty() {
+        Ok(Some(format!("{applied} queued edits applied")))
+    } else {
+        bail!("{applied} queued edits applied; {}", failed.join("; "))
     }
 }

@@ -598,3 +598,265 @@ fn stop_fork_with_fit_auto_fits_under_the_sessions_auto_compact_threshold() {
     let copies = std::fs::read_dir(&r.proj).unwrap().count();
     assert_eq!(copies, 3, "s1, its fork and s2; no fork of s2");
 }
+
+/// An executable history manager in `r`'s folder: `body` runs after its input is saved to
+/// `input.json` and its `TURN_*` variables to `env.txt`.
+fn manager(r: &Root, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = r.config().display().to_string();
+    let p = r.config().join(name);
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\ncat > '{dir}/input.json'\nenv | grep -E '^(TURN_|TOTAL_TURNS|CURRENT_TURN_UUID|SESSION_ID|TRANSCRIPT_PATH)' | sort > '{dir}/env.txt'\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+/// A manager replacing turns 1–2 with a summary that quotes the planted secret (what it writes
+/// goes through the pipeline's redaction too).
+fn summarizing_manager(r: &Root) -> String {
+    let doc = format!(
+        r#"{{"action":"modify_history","operations":[{{"type":"replace","turns":["'"$TURN_1"'","'"$TURN_2"'"],"with":{{"type":"user","content":"MANAGER-SUMMARY of turns 1-2, key AWS_SECRET_ACCESS_KEY={}"}}}}]}}"#,
+        secret()
+    );
+    manager(r, "manager.sh", &format!("printf '%s' '{doc}'"))
+}
+
+fn command_pipeline(r: &Root, command: &str, extra: &str) -> String {
+    r.pipeline(
+        "manager.toml",
+        &format!("version = 1\n[hook]\naction = \"command\"\ncommand = {command:?}\n{extra}\n[[stage]]\ntype = \"redact\"\n"),
+    )
+}
+
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn history_manager_edit_goes_to_a_redacted_fork_and_gets_the_proposals_input() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let before = std::fs::read(&f).unwrap();
+    let m = summarizing_manager(&r);
+    let p = command_pipeline(&r, &m, "at_turns = [4]\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("unchanged"), "{msg}");
+    let id = msg.rsplit("claude --resume ").next().unwrap().trim();
+    let copy = f.with_file_name(format!("{id}.jsonl"));
+    assert!(copy.is_file(), "{msg}");
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        before,
+        "the live file is never edited"
+    );
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(text.contains("MANAGER-SUMMARY"));
+    assert!(!text.contains("Step 1:") && !text.contains("Step 2:"));
+    assert!(text.contains("Step 3:") && text.contains("Answer 4."));
+    assert!(
+        !text.contains(&secret()),
+        "what the manager wrote is redacted"
+    );
+    let out = r.cchist().arg("validate").arg(&copy).output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    // the proposal's input and environment
+    let input: Value =
+        serde_json::from_slice(&std::fs::read(r.config().join("input.json")).unwrap()).unwrap();
+    assert_eq!(input["event"], "TurnCount");
+    assert_eq!(input["session_id"], "s1");
+    assert_eq!(input["turn_count"], 4);
+    assert_eq!(input["total_turns"], 4);
+    assert_eq!(input["recent_turns"].as_array().unwrap().len(), 3);
+    let first = "00000000-0000-4000-8000-000000000001";
+    let env = std::fs::read_to_string(r.config().join("env.txt")).unwrap();
+    assert!(env.contains(&format!("TURN_1={first}\n")), "{env}");
+    assert!(env.contains("TURN_4=") && !env.contains("TURN_5="), "{env}");
+    assert!(
+        env.contains("TOTAL_TURNS=4\n") && env.contains("SESSION_ID=s1\n"),
+        "{env}"
+    );
+    assert_eq!(
+        input["current_turn_uuid"],
+        "00000000-0000-4000-8000-000000000019"
+    );
+    let log = r.log();
+    assert_eq!(log.last().unwrap()["outcome"], "fired", "{log:?}");
+    // the threshold fires once
+    let again = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(stdout(&again).is_empty(), "{}", stdout(&again));
+    assert_eq!(jsonl_files(&r.proj).len(), 2);
+}
+
+#[test]
+fn history_manager_without_turn_rules_runs_after_every_turn_as_post_turn() {
+    let r = Root::new();
+    let f = r.session("s1", 2);
+    let m = manager(&r, "quiet.sh", "exit 0");
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 2));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "nothing to do, nothing said");
+    let input: Value =
+        serde_json::from_slice(&std::fs::read(r.config().join("input.json")).unwrap()).unwrap();
+    assert_eq!(input["event"], "PostTurn");
+    assert_eq!(input["turn_count"], 2);
+    let log = r.log();
+    assert!(
+        log[0]["detail"].as_str().unwrap().contains("nothing to do"),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn history_manager_failures_change_nothing_say_why_and_never_block() {
+    let unknown = r#"{"action":"modify_history","operations":[{"type":"delete","turns":["00000000-0000-4000-8000-999999999999"]}]}"#;
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        ("garbage", "echo 'Step 1: do the work, as garbage'".into(), "", "not a modify_history document"),
+        ("exit 1", "echo '{}'; exit 1".into(), "", "exited 1"),
+        ("hang", "sleep 30".into(), "command_timeout_ms = 300\n", "past its timeout of 300 ms"),
+        ("unknown uuid", format!("printf '%s' '{unknown}'"), "", "not in this session"),
+        (
+            "bad field",
+            r#"printf '%s' '{"action":"modify_history","operations":[{"type":"replace","turns":[1],"with":{"type":"user","content":"x","colour":"red"}}]}'"#.into(),
+            "",
+            "colour",
+        ),
+    ];
+    for (what, body, extra, why) in cases {
+        let r = Root::new();
+        let f = r.session("s1", 3);
+        let before = std::fs::read(&f).unwrap();
+        let m = manager(&r, "bad.sh", &body);
+        let p = command_pipeline(&r, &m, extra);
+        let start = std::time::Instant::now();
+        let out = r.hook(&["--pipeline", &p], &stop_event(&f, 3));
+        assert!(out.status.success(), "{what}: exit {:?}", out.status);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{what}"
+        );
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{what}: {}", stdout(&out)));
+        let msg = v["systemMessage"].as_str().unwrap();
+        assert!(
+            msg.contains(why) && msg.contains("unchanged"),
+            "{what}: {msg}"
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), before, "{what}");
+        assert_eq!(jsonl_files(&r.proj), vec![f.clone()], "{what}: no fork");
+        let log = std::fs::read_to_string(r.config().join("cchist/hook.log")).unwrap();
+        assert!(
+            log.contains("\"failed\"") && log.contains(why),
+            "{what}: {log}"
+        );
+        assert!(
+            !log.contains("Step 1"),
+            "{what}: the log quotes the manager's output: {log}"
+        );
+    }
+    // block_on_error: exit 2 with the reason on stderr (Claude Code gives it to the model)
+    let r = Root::new();
+    let f = r.session("s1", 3);
+    let m = manager(&r, "bad.sh", "exit 1");
+    let p = command_pipeline(&r, &m, "block_on_error = true\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 3));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("exited 1"), "{}", stderr(&out));
+}
+
+#[test]
+fn history_manager_with_apply_session_end_edits_the_session_when_it_ends() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let before = std::fs::read(&f).unwrap();
+    let m = summarizing_manager(&r);
+    let p = command_pipeline(&r, &m, "at_turns = [4]\napply = \"session-end\"\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("queued"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        before,
+        "nothing changes while it runs"
+    );
+    assert_eq!(jsonl_files(&r.proj).len(), 1, "no fork");
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(
+        text.contains("MANAGER-SUMMARY"),
+        "the edit landed in the session"
+    );
+    assert!(!text.contains("Step 1:") && text.contains("Step 3:"));
+    assert!(!text.contains(&secret()));
+    let out = r.cchist().arg("validate").arg(&f).output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    let log = r.log();
+    assert!(
+        log.last().unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 queued edits applied"),
+        "{log:?}"
+    );
+    // the queue is gone: a second end applies nothing again
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert!(out.status.success());
+    assert!(!r.log().last().unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .contains("queued"));
+}
+
+#[test]
+fn a_queued_edit_whose_uuid_is_gone_at_session_end_is_not_applied_and_says_so() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let m = summarizing_manager(&r);
+    let p = command_pipeline(&r, &m, "at_turns = [4]\napply = \"session-end\"\n");
+    r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    // turn 1 goes away meanwhile (another edit)
+    let ops = r.pipeline(
+        "del.json",
+        r#"{"action":"modify_history","operations":[{"type":"delete","turns":[1]}]}"#,
+    );
+    let out = r
+        .cchist()
+        .args(["apply", &ops, "--force", "--file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let between = std::fs::read(&f).unwrap();
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert_eq!(out.status.code(), Some(1), "a failing SessionEnd exits 1");
+    assert!(
+        stderr(&out).contains("no longer in the session"),
+        "{}",
+        stderr(&out)
+    );
+    let after = std::fs::read_to_string(&f).unwrap();
+    assert!(!after.contains("MANAGER-SUMMARY"));
+    // the scrub ran (in place), the edit did not
+    assert_eq!(
+        after.lines().count(),
+        String::from_utf8_lossy(&between).lines().count()
+    );
+}
