@@ -12,6 +12,7 @@
 //! | `SessionStart` | with `[hook] session_start_digest = true`: print a redacted digest of the project's previous session (not after `/compact` unless `session_start_on_compact`) |
 //! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed, redacted fork, or only notify; each threshold once per session. `action = "command"`: run the user's history manager ([`crate::claude::hook_command`]) after every turn or at the thresholds, and apply its document to a fork, or queue it for SessionEnd |
 //! | `SessionEnd` (queued) | after the pipeline: apply the queued history-manager documents in place, each all or nothing, when every uuid they name is still there |
+//! | `PostCompact` | save the compaction summary, redacted by the pipeline, as the project's memory ([`crate::claude::memory`]); one line to the user |
 //! | anything else | nothing |
 //!
 //! What Claude Code 2.1.328 does with a hook's output (asserted by `tests/hook_cli.rs`):
@@ -69,6 +70,10 @@ pub struct HookInput {
     pub last_assistant_message: Option<String>,
     /// `SessionStart`: `startup`, `resume`, `clear` or `compact`.
     pub source: Option<String>,
+    /// `PreCompact`, `PostCompact`: `manual` or `auto`.
+    pub trigger: Option<String>,
+    /// `PostCompact`: the summary the compaction wrote.
+    pub compact_summary: Option<String>,
 }
 
 impl HookInput {

@@ -183,6 +183,7 @@ fn handle(inp: &HookInput, spec: &str) -> anyhow::Result<Done> {
         "PreCompact" => pre_compact(inp, spec, &fence),
         "SessionStart" => session_start(inp, spec, &fence),
         "Stop" => stop(inp, spec, &fence),
+        "PostCompact" => post_compact(inp, spec, &fence),
         other => Ok(Done::new(
             "skipped",
             format!("event {other:?}: nothing to do"),
@@ -306,7 +307,24 @@ fn session_start(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<D
         "The previous session of this project ({}), digested by cchist:\n{d}",
         prev.id
     );
-    Ok(Done::new("ok", format!("digest of {}", prev.id)))
+    // Its latest compaction summary, saved (redacted) at PostCompact.
+    let root = cchist::claude::layout::config_root()?;
+    let project = project_folder(&path);
+    let memory = cchist::claude::memory::latest_of(&root, &project, &prev.id);
+    let Some(m) = memory else {
+        return Ok(Done::new("ok", format!("digest of {}", prev.id)));
+    };
+    let text = std::fs::read_to_string(&m.path)
+        .with_context(|| format!("reading {}", m.path.display()))?;
+    println!(
+        "\nIts latest compaction summary (saved by cchist, {}):\n{}",
+        m.stamp,
+        text.trim_end()
+    );
+    Ok(Done::new(
+        "ok",
+        format!("digest of {} with its saved summary {}", prev.id, m.stamp),
+    ))
 }
 
 fn stop(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
@@ -634,4 +652,61 @@ fn apply_queued(inp: &HookInput, spec: &str, path: &Path) -> anyhow::Result<Opti
     } else {
         bail!("{applied} queued edits applied; {}", failed.join("; "))
     }
+}
+
+/// The project folder a transcript is in, as named under `projects/`.
+fn project_folder(transcript: &Path) -> String {
+    transcript
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// PostCompact: save the compaction summary, redacted by the pipeline (knowing the secrets the
+/// session's files show, so a restated value is caught too) and by the default rules, as the
+/// project's memory. Claude Code shows PostCompact output only to the user: one line.
+fn post_compact(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Done> {
+    let (file, policy) = load(spec)?;
+    let summary = match inp.compact_summary.as_deref().map(str::trim) {
+        Some(s) if !s.is_empty() => s,
+        _ => return Ok(Done::new("skipped", "no compact_summary in the input")),
+    };
+    let transcript = match fence.transcript(inp.transcript()?) {
+        Ok(p) => p,
+        Err(Refusal::Missing) => return Ok(Done::new("skipped", "no transcript on disk")),
+        Err(Refusal::Outside(why)) => return Ok(Done::new("refused", why)),
+    };
+    let (files, _) = fence.members(&transcript);
+    let paths: Vec<&Path> = files.iter().map(|m| m.path.as_path()).collect();
+    let seed = runner::known_of_files(&file.pipeline, &paths);
+    let origin = Origin::file(&transcript);
+    let text = match file
+        .pipeline
+        .run_text_known(summary.as_bytes(), &origin, &seed)?
+    {
+        (Some(changed), _) => String::from_utf8_lossy(&changed).into_owned(),
+        (None, _) => summary.to_string(),
+    };
+    let text = cchist::stages::redact::shown_text(&text).into_owned() + "\n";
+    let root = cchist::claude::layout::config_root()?;
+    let stamp = cchist::io::clock::file_stamp(std::time::SystemTime::now());
+    let project = project_folder(&transcript);
+    let saved = cchist::claude::memory::save(
+        &root,
+        &project,
+        &inp.session_id,
+        &stamp,
+        &text,
+        policy.memory_keep.max(1),
+    )?;
+    let trigger = inp.trigger.as_deref().unwrap_or("?");
+    Ok(Done::new(
+        "ok",
+        format!("{trigger} compaction summary saved as {stamp}"),
+    )
+    .telling(format!(
+        "cchist: compaction summary saved (redacted) as project memory: {}",
+        saved.display()
+    )))
 }

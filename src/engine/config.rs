@@ -86,6 +86,9 @@ pub struct HookPolicy {
     /// milliseconds (keep it well inside the hook's timeout).
     #[serde(default = "default_stop_wait_ms")]
     pub stop_wait_ms: u64,
+    /// `PostCompact`: how many saved summaries of a project to keep (the newest).
+    #[serde(default = "default_memory_keep")]
+    pub memory_keep: usize,
     /// `action = "command"`: the history manager to run after each completed turn (or at
     /// `at_turns` / `every`): a string (split as a POSIX shell would, no shell run) or an
     /// argv array.
@@ -145,6 +148,10 @@ pub enum ApplyAt {
     Fork,
     /// Queued, and applied in place to the session itself when it ends (SessionEnd).
     SessionEnd,
+}
+
+fn default_memory_keep() -> usize {
+    20
 }
 
 fn default_recent() -> usize {
@@ -208,6 +215,7 @@ impl Default for HookPolicy {
             session_start_digest: false,
             session_start_on_compact: false,
             stop_wait_ms: default_stop_wait_ms(),
+            memory_keep: default_memory_keep(),
             command: None,
             recent: default_recent(),
             command_timeout_ms: default_command_timeout_ms(),

@@ -860,3 +860,167 @@ fn a_queued_edit_whose_uuid_is_gone_at_session_end_is_not_applied_and_says_so() 
         String::from_utf8_lossy(&between).lines().count()
     );
 }
+
+fn post_compact_event(f: &Path, session: &str, summary: &str) -> Value {
+    let mut ev = event("PostCompact", f, session);
+    ev["trigger"] = json!("manual");
+    ev["compact_summary"] = json!(summary);
+    ev
+}
+
+#[test]
+fn post_compact_saves_the_redacted_summary_and_the_next_session_start_shows_it() {
+    let r = Root::new();
+    let f = r.session("previous", 2);
+    let p = r.pipeline(
+        "mem.toml",
+        "version = 1\n[hook]\nsession_start_digest = true\nmemory_keep = 2\n[[stage]]\ntype = \"redact\"\n",
+    );
+    // The summary restates the secret twice: once with its key (a rule matches), once bare
+    // (only the session's known secrets catch it).
+    let summary = format!(
+        "MEMORY-SUMMARY: the user set AWS_SECRET_ACCESS_KEY={s} in .env; the value {s} must stay.",
+        s = secret()
+    );
+    let out = r.hook(
+        &["--pipeline", &p],
+        &post_compact_event(&f, "previous", &summary),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let said = v["systemMessage"].as_str().unwrap();
+    assert!(
+        said.contains("saved") && said.lines().count() == 1,
+        "{said}"
+    );
+    let dir = r.config().join("cchist/memory/-home-dev-app");
+    let saved: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let name = saved[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.ends_with("-previous.md"), "{name}");
+    let text = std::fs::read_to_string(&saved[0]).unwrap();
+    assert!(text.contains("MEMORY-SUMMARY"), "{text}");
+    assert!(
+        !text.contains(&secret()),
+        "the saved summary holds the secret: {text}"
+    );
+    // memory list / show
+    let out = r.cchist().args(["memory", "list"]).output().unwrap();
+    assert!(
+        out.status.success() && stdout(&out).contains("previous"),
+        "{}",
+        stdout(&out)
+    );
+    let out = r
+        .cchist()
+        .args(["memory", "show", "prev"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("MEMORY-SUMMARY"), "{}", stdout(&out));
+    let out = r
+        .cchist()
+        .args(["memory", "show", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("memory list"), "{}", stderr(&out));
+    // the next session's SessionStart shows the digest and the summary, once
+    let current = r.proj.join("current.jsonl");
+    let mut ev = event("SessionStart", &current, "current");
+    ev["source"] = json!("startup");
+    let out = r.hook(&["--pipeline", &p], &ev);
+    let text = stdout(&out);
+    assert_eq!(text.matches("MEMORY-SUMMARY").count(), 1, "{text}");
+    assert!(
+        text.contains("Answer 2.") && !text.contains(&secret()),
+        "{text}"
+    );
+    // newest N kept
+    for i in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        r.hook(
+            &["--pipeline", &p],
+            &post_compact_event(&f, "previous", &format!("again {i}")),
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        2,
+        "memory_keep = 2"
+    );
+}
+
+#[test]
+fn matchers_are_written_on_the_group_checked_per_event_and_shown_by_status() {
+    let r = Root::new();
+    let out = r
+        .cchist()
+        .args([
+            "hook",
+            "install",
+            "--event",
+            "PreCompact,PostCompact",
+            "--matcher",
+            "auto",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = r
+        .cchist()
+        .args([
+            "hook",
+            "install",
+            "--event",
+            "SessionStart",
+            "--matcher",
+            "startup|resume",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(r.config().join("settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["hooks"]["PreCompact"][0]["matcher"], "auto");
+    assert_eq!(settings["hooks"]["PostCompact"][0]["matcher"], "auto");
+    assert_eq!(
+        settings["hooks"]["SessionStart"][0]["matcher"],
+        "startup|resume"
+    );
+    for (ev, m, why) in [
+        ("PreCompact", "startup", "not a PreCompact trigger"),
+        ("SessionStart", "auto", "not a SessionStart source"),
+        ("Stop", "auto", "Stop takes no matcher"),
+    ] {
+        let out = r
+            .cchist()
+            .args(["hook", "install", "--event", ev, "--matcher", m])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{ev} {m}");
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+    }
+    let out = r.cchist().args(["hook", "status"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("[matcher auto]") && text.contains("[matcher startup|resume]"),
+        "{text}"
+    );
+    let out = r
+        .cchist()
+        .args(["hook", "status", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hooks = v["settings"][0]["hooks"].as_array().unwrap();
+    assert!(
+        hooks
+            .iter()
+            .any(|h| h["event"] == "PreCompact" && h["matcher"] == "auto"),
+        "{v}"
+    );
+}
