@@ -1024,3 +1024,67 @@ fn matchers_are_written_on_the_group_checked_per_event_and_shown_by_status() {
         "{v}"
     );
 }
+
+/// `examples/history-manager.sh`, or `None` (skip, or fail under CI) without jq.
+pub(crate) fn example_manager() -> Option<String> {
+    let jq = Command::new("jq").arg("--version").output();
+    if !jq.is_ok_and(|o| o.status.success()) {
+        crate::common::skip_or_fail("jq is not installed; examples/history-manager.sh needs it");
+        return None;
+    }
+    Some(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/history-manager.sh")
+            .display()
+            .to_string(),
+    )
+}
+
+#[test]
+fn the_example_history_manager_compresses_turns_1_to_5_at_turn_10() {
+    let Some(m) = example_manager() else {
+        return;
+    };
+    let r = Root::new();
+    let f = r.session("s1", 10);
+    let before = std::fs::read(&f).unwrap();
+    // PostTurn: it runs after every turn and does nothing before turn 10
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 10));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{} / {}", stdout(&out), stderr(&out)));
+    let msg = v["systemMessage"].as_str().unwrap();
+    let id = msg.rsplit("claude --resume ").next().unwrap().trim();
+    let copy = f.with_file_name(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(text.contains("Summary of turns 1-5 (by cchist)"), "{text}");
+    for t in 1..=5 {
+        assert!(
+            !text.contains(&format!("\"content\":\"Step {t}: do the work\"")),
+            "turn {t} kept"
+        );
+    }
+    for t in 6..=10 {
+        assert!(
+            text.contains(&format!("Step {t}: do the work")),
+            "turn {t} lost"
+        );
+    }
+    // the digest names what turns 1-5 did
+    assert!(text.contains("src/m01.rs"), "the summary has the facts");
+    assert!(!text.contains(&secret()), "the summary is redacted");
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+    let out = r.cchist().arg("validate").arg(&copy).output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    // at another turn: nothing
+    let r = Root::new();
+    let f = r.session("s1", 9);
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 9));
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "{}",
+        stdout(&out)
+    );
+}
