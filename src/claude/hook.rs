@@ -23,6 +23,7 @@
 //! | `SessionStart` | plain stdout or `additionalContext` → the model |
 //! | `Stop` | `systemMessage` → the user; `additionalContext`, exit 2 or `decision: block` make the model take another turn |
 //! | `SessionEnd` | output ignored; exit 1 or 2 shows on the CLI's stderr |
+//! | `PostCompact` | stdout, as text (JSON is not parsed), appended to the `/compact` output: the user sees it, the transcript keeps it, a resume sends it to the model (`tests/claude/hook_manager.rs`) |
 //!
 //! So a hook never exits 2 (it would block Stop and PreCompact and feed cchist's error to the
 //! model): failures exit 0 (or 1 with `--strict`, and always 1 at SessionEnd, where nothing

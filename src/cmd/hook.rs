@@ -701,12 +701,15 @@ fn post_compact(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Do
         policy.memory_keep.max(1),
     )?;
     let trigger = inp.trigger.as_deref().unwrap_or("?");
+    // Claude Code 2.1.328 appends PostCompact stdout as text to the `/compact` output (the
+    // user sees it; the transcript keeps it, so a resume sends it to the model): one plain
+    // line, a path and no content.
+    println!(
+        "cchist: compaction summary saved (redacted) as project memory: {}",
+        saved.display()
+    );
     Ok(Done::new(
         "ok",
         format!("{trigger} compaction summary saved as {stamp}"),
-    )
-    .telling(format!(
-        "cchist: compaction summary saved (redacted) as project memory: {}",
-        saved.display()
-    )))
+    ))
 }

@@ -14,6 +14,7 @@ mod corpus_gen;
 mod edit_resume;
 mod history_resume;
 mod hook_cli;
+mod hook_manager;
 mod hook_resume;
 mod live_edit;
 mod redact_resume;
