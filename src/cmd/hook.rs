@@ -4,8 +4,9 @@
 //!
 //! Every run appends one line to `$CLAUDE_CONFIG_DIR/cchist/hook.log`. Exit status: 0, except
 //! 1 when a SessionEnd run fails (the CLI shows exit 1 on its stderr; nothing else would show
-//! it) or any run fails under `--strict`. Never 2: Claude Code treats exit 2 of Stop and
-//! PreCompact as "block" and feeds cchist's error to the model.
+//! it) or any run fails under `--strict`. Never 2 — Claude Code treats exit 2 of Stop and
+//! PreCompact as "block" and feeds cchist's error to the model — unless a history manager
+//! fails under `[hook] block_on_error = true`, which asks for exactly that.
 
 use super::print::say;
 use std::collections::BTreeSet;
