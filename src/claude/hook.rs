@@ -50,6 +50,60 @@ use crate::transcript::turns;
 /// The most cchist reads of the hook input on stdin.
 pub const MAX_INPUT_BYTES: u64 = 1 << 20;
 
+/// The hook events cchist acts on; any other name is kept as it came.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HookEvent {
+    /// The session ended.
+    SessionEnd,
+    /// A compaction is about to run.
+    PreCompact,
+    /// A compaction ran (`compact_summary` holds its summary).
+    PostCompact,
+    /// A session started (`source`: startup, resume, clear, compact).
+    SessionStart,
+    /// A turn ended.
+    Stop,
+    /// An event cchist does nothing on (or an input without a name: empty).
+    Other(String),
+    /// No `hook_event_name` in the input.
+    #[default]
+    Missing,
+}
+
+impl HookEvent {
+    /// The event named `name` as Claude Code writes it.
+    pub fn of(name: &str) -> HookEvent {
+        match name {
+            "SessionEnd" => HookEvent::SessionEnd,
+            "PreCompact" => HookEvent::PreCompact,
+            "PostCompact" => HookEvent::PostCompact,
+            "SessionStart" => HookEvent::SessionStart,
+            "Stop" => HookEvent::Stop,
+            "" => HookEvent::Missing,
+            other => HookEvent::Other(other.to_string()),
+        }
+    }
+
+    /// The name Claude Code uses (`?` for a missing one).
+    pub fn name(&self) -> &str {
+        match self {
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::PostCompact => "PostCompact",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::Stop => "Stop",
+            HookEvent::Other(n) => n,
+            HookEvent::Missing => "?",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HookEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Ok(HookEvent::of(&String::deserialize(d)?))
+    }
+}
+
 /// The hook input fields cchist reads (others are ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
 // A field the input lacks takes its `Default` value.
@@ -62,7 +116,7 @@ pub struct HookInput {
     /// The working directory.
     pub cwd: Option<PathBuf>,
     /// `SessionEnd`, `PreCompact`, `Stop`, `SessionStart`, …
-    pub hook_event_name: String,
+    pub hook_event_name: HookEvent,
     /// `Stop`: true when Claude Code is already continuing because of a stop hook.
     pub stop_hook_active: bool,
     /// `Stop`: the `promptId` of the turn that just ended.
@@ -327,6 +381,27 @@ mod tests {
         assert_eq!(completed_turn(t2.as_bytes(), None, None), Some(2));
         // empty file
         assert_eq!(completed_turn(b"", Some("p1"), Some("x")), None);
+    }
+
+    #[test]
+    fn event_names_parse_to_the_enum_and_back() {
+        for n in [
+            "SessionEnd",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "Stop",
+        ] {
+            assert_eq!(HookEvent::of(n).name(), n);
+        }
+        let i = HookInput::parse(br#"{"hook_event_name":"UserPromptSubmit"}"#).unwrap();
+        assert_eq!(
+            i.hook_event_name,
+            HookEvent::Other("UserPromptSubmit".into())
+        );
+        let i = HookInput::parse(b"{}").unwrap();
+        assert_eq!(i.hook_event_name, HookEvent::Missing);
+        assert_eq!(i.hook_event_name.name(), "?");
     }
 
     #[test]

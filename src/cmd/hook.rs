@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use cchist::claude::hook::{self, Fence, HookInput, Refusal, TurnWait};
+use cchist::claude::hook::{self, Fence, HookEvent, HookInput, Refusal, TurnWait};
 use cchist::claude::hook_command;
 use cchist::claude::hook_log::{self, Fired, LogLine};
 use cchist::claude::layout::SessionFile;
@@ -116,11 +116,7 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
     };
     let line = LogLine {
         time: cchist::io::clock::now(),
-        event: if inp.hook_event_name.is_empty() {
-            "?".into()
-        } else {
-            inp.hook_event_name.clone()
-        },
+        event: inp.hook_event_name.name().to_string(),
         session: inp.session_id.clone(),
         outcome: outcome.into(),
         detail: hook_log::shown_detail(&detail),
@@ -155,7 +151,7 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
         line.event,
         cchist::stages::redact::shown_text(&detail)
     );
-    if strict || inp.hook_event_name == "SessionEnd" {
+    if strict || inp.hook_event_name == HookEvent::SessionEnd {
         ExitStatus::Findings
     } else {
         ExitStatus::Ok
@@ -179,15 +175,15 @@ fn read_input() -> anyhow::Result<HookInput> {
 
 fn handle(inp: &HookInput, spec: &str) -> anyhow::Result<Done> {
     let fence = Fence::of_config_root()?;
-    match inp.hook_event_name.as_str() {
-        "SessionEnd" => session_end(inp, spec, &fence),
-        "PreCompact" => pre_compact(inp, spec, &fence),
-        "SessionStart" => session_start(inp, spec, &fence),
-        "Stop" => stop(inp, spec, &fence),
-        "PostCompact" => post_compact(inp, spec, &fence),
-        other => Ok(Done::new(
+    match &inp.hook_event_name {
+        HookEvent::SessionEnd => session_end(inp, spec, &fence),
+        HookEvent::PreCompact => pre_compact(inp, spec, &fence),
+        HookEvent::SessionStart => session_start(inp, spec, &fence),
+        HookEvent::Stop => stop(inp, spec, &fence),
+        HookEvent::PostCompact => post_compact(inp, spec, &fence),
+        other @ (HookEvent::Other(_) | HookEvent::Missing) => Ok(Done::new(
             "skipped",
-            format!("event {other:?}: nothing to do"),
+            format!("event {:?}: nothing to do", other.name()),
         )),
     }
 }
