@@ -232,13 +232,24 @@ fn kill_group(pgid: i32) {
     }
 }
 
-/// Every uuid a document names as a turn reference (to say which is missing).
+/// Every uuid a document names as a turn reference that must be in the session (to say which
+/// is missing): not the labels of records the document itself creates.
 pub fn named_uuids(doc: &OpsDoc) -> Vec<String> {
     use crate::stages::edit::{Op, TurnRef};
+    let created: std::collections::HashSet<&str> = doc
+        .operations
+        .iter()
+        .filter_map(|op| match op {
+            Op::Replace { with: m, .. } | Op::Insert { content: m, .. } => m.uuid.as_deref(),
+            Op::Delete { .. } => None,
+        })
+        .collect();
     let mut v = Vec::new();
     let mut push = |r: &TurnRef| {
         if let TurnRef::Uuid(u) = r {
-            v.push(u.clone());
+            if !created.contains(u.as_str()) {
+                v.push(u.clone());
+            }
         }
     };
     for op in &doc.operations {
@@ -361,6 +372,16 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+    }
+
+    #[test]
+    fn labels_the_document_creates_are_not_named_uuids() {
+        let doc = OpsDoc::parse(r#"{"action":"modify_history","operations":[
+            {"type":"replace","turns":["u1","u2"],"with":{"type":"user","content":"S","uuid":"sum"}},
+            {"type":"insert","after":"sum","content":{"type":"user","content":"focus"}},
+            {"type":"delete","turns":[4]}]}"#)
+        .unwrap();
+        assert_eq!(named_uuids(&doc), vec!["u1", "u2"]);
     }
 
     #[test]
