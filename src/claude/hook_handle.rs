@@ -445,6 +445,9 @@ fn history_manager(
         .unwrap_or_default();
     let timeout = std::time::Duration::from_millis(policy.command_timeout_ms);
     let failed = |why: String| {
+        // A reason may quote the manager's document (a field's value), which may quote the
+        // transcript: redacted whole and cut, as the log has it, before the user sees it.
+        let why = hook_log::shown_detail(&why);
         let mut d = Outcome::new(OutcomeKind::Failed, format!("turn {turn}: history manager: {why}")).telling(
             format!(
                 "cchist: your history manager failed at turn {turn}: {why}. This session is unchanged (`cchist hook status` shows the log)."

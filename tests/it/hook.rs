@@ -1087,3 +1087,26 @@ fn the_example_history_manager_compresses_turns_1_to_5_at_turn_10() {
         stdout(&out)
     );
 }
+
+#[test]
+fn a_history_manager_failure_quoting_a_secret_shows_it_redacted() {
+    let r = Root::new();
+    let f = r.session("s1", 2);
+    // the document's `action` is quoted back in the error: make it a secret
+    let body = format!(
+        r#"printf '%s' '{{"action":"AWS_SECRET_ACCESS_KEY={}","operations":[{{"type":"delete","turns":[1]}}]}}'"#,
+        secret()
+    );
+    let m = manager(&r, "leaky.sh", &body);
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 2));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.contains("history manager failed"), "{said}");
+    assert!(
+        !said.contains(&secret()),
+        "the user's message holds the secret: {said}"
+    );
+    let log = std::fs::read_to_string(r.config().join("cchist/hook.log")).unwrap();
+    assert!(!log.contains(&secret()), "{log}");
+}
