@@ -44,6 +44,8 @@ pub enum Command {
     Backups(cmd::undo::BackupsArgs),
     /// Run as a Claude Code hook (JSON on stdin), or install/uninstall cchist's hooks.
     Hook(cmd::hook::HookArgs),
+    /// List or print the compaction summaries the PostCompact hook saved as project memory.
+    Memory(cmd::memory::MemoryArgs),
     /// Make every uuid reference resolve; repair dangling parents, cycles, unpaired tool calls.
     Relink(cmd::relink::RelinkArgs),
     /// Fix what Claude Code breaks: replayed history after a second /compact, snapshot-id collisions, retries on progress rows.
@@ -214,6 +216,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
         Command::Undo(a) => cmd::undo::run(a),
         Command::Backups(a) => cmd::undo::backups(a),
         Command::Hook(a) => cmd::hook::run(a),
+        Command::Memory(a) => cmd::memory::run(a),
         Command::Relink(a) => cmd::relink::run(a),
         Command::Repair(a) => cmd::repair::run(a),
         Command::DropToolNoise(a) => cmd::drop_tool_noise::run(a),

@@ -10,7 +10,9 @@
 //! | `SessionEnd` | apply the pipeline (default: shipped `scrub`) in place to the transcript and its sub-agent files, atomically |
 //! | `PreCompact` | print guidance for the compaction summary, built from the redacted transcript |
 //! | `SessionStart` | with `[hook] session_start_digest = true`: print a redacted digest of the project's previous session (not after `/compact` unless `session_start_on_compact`) |
-//! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed, redacted fork, or only notify; each threshold once per session |
+//! | `Stop` | turn-count policies from `[hook]` (`at_turns`, `every`): write a compressed, redacted fork, or only notify; each threshold once per session. `action = "command"`: run the user's history manager ([`crate::claude::hook_command`]) after every turn or at the thresholds, and apply its document to a fork, or queue it for SessionEnd |
+//! | `SessionEnd` (queued) | after the pipeline: apply the queued history-manager documents in place, each all or nothing, when every uuid they name is still there |
+//! | `PostCompact` | save the compaction summary, redacted by the pipeline, as the project's memory ([`crate::claude::memory`]); one line to the user |
 //! | anything else | nothing |
 //!
 //! What Claude Code 2.1.328 does with a hook's output (asserted by `tests/hook_cli.rs`):
@@ -21,6 +23,7 @@
 //! | `SessionStart` | plain stdout or `additionalContext` → the model |
 //! | `Stop` | `systemMessage` → the user; `additionalContext`, exit 2 or `decision: block` make the model take another turn |
 //! | `SessionEnd` | output ignored; exit 1 or 2 shows on the CLI's stderr |
+//! | `PostCompact` | stdout, as text (JSON is not parsed), appended to the `/compact` output: the user sees it, the transcript keeps it, a resume sends it to the model (`tests/claude/hook_manager.rs`) |
 //!
 //! So a hook never exits 2 (it would block Stop and PreCompact and feed cchist's error to the
 //! model): failures exit 0 (or 1 with `--strict`, and always 1 at SessionEnd, where nothing
@@ -37,6 +40,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 pub use crate::claude::fence::{read_bounded, Fence, Refusal, MAX_READ_BYTES};
+pub use crate::claude::hook_handle::{handle, AutoFit, Outcome, OutcomeKind};
 use crate::error::{Error, Result};
 use crate::io::framing;
 use crate::transcript::record::Kind;
@@ -46,6 +50,60 @@ use crate::transcript::turns;
 
 /// The most cchist reads of the hook input on stdin.
 pub const MAX_INPUT_BYTES: u64 = 1 << 20;
+
+/// The hook events cchist acts on; any other name is kept as it came.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HookEvent {
+    /// The session ended.
+    SessionEnd,
+    /// A compaction is about to run.
+    PreCompact,
+    /// A compaction ran (`compact_summary` holds its summary).
+    PostCompact,
+    /// A session started (`source`: startup, resume, clear, compact).
+    SessionStart,
+    /// A turn ended.
+    Stop,
+    /// An event cchist does nothing on (or an input without a name: empty).
+    Other(String),
+    /// No `hook_event_name` in the input.
+    #[default]
+    Missing,
+}
+
+impl HookEvent {
+    /// The event named `name` as Claude Code writes it.
+    pub fn of(name: &str) -> HookEvent {
+        match name {
+            "SessionEnd" => HookEvent::SessionEnd,
+            "PreCompact" => HookEvent::PreCompact,
+            "PostCompact" => HookEvent::PostCompact,
+            "SessionStart" => HookEvent::SessionStart,
+            "Stop" => HookEvent::Stop,
+            "" => HookEvent::Missing,
+            other => HookEvent::Other(other.to_string()),
+        }
+    }
+
+    /// The name Claude Code uses (`?` for a missing one).
+    pub fn name(&self) -> &str {
+        match self {
+            HookEvent::SessionEnd => "SessionEnd",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::PostCompact => "PostCompact",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::Stop => "Stop",
+            HookEvent::Other(n) => n,
+            HookEvent::Missing => "?",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HookEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Ok(HookEvent::of(&String::deserialize(d)?))
+    }
+}
 
 /// The hook input fields cchist reads (others are ignored).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -59,7 +117,7 @@ pub struct HookInput {
     /// The working directory.
     pub cwd: Option<PathBuf>,
     /// `SessionEnd`, `PreCompact`, `Stop`, `SessionStart`, …
-    pub hook_event_name: String,
+    pub hook_event_name: HookEvent,
     /// `Stop`: true when Claude Code is already continuing because of a stop hook.
     pub stop_hook_active: bool,
     /// `Stop`: the `promptId` of the turn that just ended.
@@ -68,6 +126,10 @@ pub struct HookInput {
     pub last_assistant_message: Option<String>,
     /// `SessionStart`: `startup`, `resume`, `clear` or `compact`.
     pub source: Option<String>,
+    /// `PreCompact`, `PostCompact`: `manual` or `auto`.
+    pub trigger: Option<String>,
+    /// `PostCompact`: the summary the compaction wrote.
+    pub compact_summary: Option<String>,
 }
 
 impl HookInput {
@@ -320,6 +382,27 @@ mod tests {
         assert_eq!(completed_turn(t2.as_bytes(), None, None), Some(2));
         // empty file
         assert_eq!(completed_turn(b"", Some("p1"), Some("x")), None);
+    }
+
+    #[test]
+    fn event_names_parse_to_the_enum_and_back() {
+        for n in [
+            "SessionEnd",
+            "PreCompact",
+            "PostCompact",
+            "SessionStart",
+            "Stop",
+        ] {
+            assert_eq!(HookEvent::of(n).name(), n);
+        }
+        let i = HookInput::parse(br#"{"hook_event_name":"UserPromptSubmit"}"#).unwrap();
+        assert_eq!(
+            i.hook_event_name,
+            HookEvent::Other("UserPromptSubmit".into())
+        );
+        let i = HookInput::parse(b"{}").unwrap();
+        assert_eq!(i.hook_event_name, HookEvent::Missing);
+        assert_eq!(i.hook_event_name.name(), "?");
     }
 
     #[test]

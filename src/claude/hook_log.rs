@@ -141,17 +141,7 @@ struct FiredDoc {
 impl Fired {
     /// Lock and read the state of `session` (an id of letters, digits, `-` and `_`).
     pub fn lock(config_root: &Path, session: &str) -> Result<Fired> {
-        if session.is_empty()
-            || session.len() > 128
-            || !session
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(Error::Other(format!(
-                "session id {:?} is not one Claude Code writes; no state kept for it",
-                session.chars().take(40).collect::<String>()
-            )));
-        }
+        check_id(session)?;
         let dir = state_dir(config_root).join("hook-state");
         private_dir(&dir)?;
         let path = dir.join(format!("{session}.json"));
@@ -213,6 +203,86 @@ impl Fired {
     }
 }
 
+/// A session id names state files: letters, digits, `-` and `_` only.
+fn check_id(session: &str) -> Result<()> {
+    if session.is_empty()
+        || session.len() > 128
+        || !session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(Error::Other(format!(
+            "session id {:?} is not one Claude Code writes; no state kept for it",
+            session.chars().take(40).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+/// Where `apply = "session-end"` keeps a session's history-manager documents until it ends.
+fn queue_path(config_root: &Path, session: &str) -> Result<PathBuf> {
+    check_id(session)?;
+    let dir = state_dir(config_root).join("hook-state");
+    private_dir(&dir)?;
+    Ok(state_dir(config_root)
+        .join("hook-state")
+        .join(format!("{session}.queue.json")))
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct QueueDoc {
+    /// Each document as the history manager printed it, oldest first.
+    documents: Vec<String>,
+}
+
+/// Queue a document for the session's end (written whole, then renamed over the queue).
+/// Call it holding the session's [`Fired`] lock, which orders the Stop runs of one session.
+pub fn queue_push(config_root: &Path, session: &str, document: &str) -> Result<usize> {
+    let path = queue_path(config_root, session)?;
+    let mut q = read_queue(&path)?;
+    q.documents.push(document.to_string());
+    let o = Origin::file(&path);
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string(&q).expect("queue serializes");
+    {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| Error::io(&o, "open", e))?;
+        f.write_all(text.as_bytes())
+            .and_then(|_| f.sync_all())
+            .map_err(|e| Error::io(&o, "write", e))?;
+    }
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&o, "rename", e))?;
+    Ok(q.documents.len())
+}
+
+/// The queued documents of `session`, oldest first, and the queue removed.
+pub fn queue_take(config_root: &Path, session: &str) -> Result<Vec<String>> {
+    let path = queue_path(config_root, session)?;
+    let q = read_queue(&path)?;
+    if path.exists() {
+        std::fs::remove_file(&path).map_err(|e| Error::io(&Origin::file(&path), "remove", e))?;
+    }
+    Ok(q.documents)
+}
+
+fn read_queue(path: &Path) -> Result<QueueDoc> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => serde_json::from_str(&t).map_err(|e| {
+            Error::Other(format!(
+                "{}: not the queue cchist writes ({e}); remove it to start over",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(QueueDoc::default()),
+        Err(e) => Err(Error::io(&Origin::file(path), "read", e)),
+    }
+}
+
 /// State files older than this are removed when a new session's file is made (a session
 /// idle that long has been resumed, if ever, as the turn counts it had).
 const STATE_KEEP: std::time::Duration = std::time::Duration::from_secs(90 * 24 * 3600);
@@ -249,6 +319,16 @@ mod tests {
         append(d.path(), &line).unwrap();
         append(d.path(), &line).unwrap();
         assert_eq!(read(d.path()), vec![line.clone(), line]);
+    }
+
+    #[test]
+    fn queue_keeps_documents_in_order_until_taken() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(queue_push(d.path(), "s-1", "a").unwrap(), 1);
+        assert_eq!(queue_push(d.path(), "s-1", "b").unwrap(), 2);
+        assert_eq!(queue_take(d.path(), "s-1").unwrap(), vec!["a", "b"]);
+        assert!(queue_take(d.path(), "s-1").unwrap().is_empty());
+        assert!(queue_push(d.path(), "../x", "a").is_err());
     }
 
     #[test]

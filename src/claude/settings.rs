@@ -70,6 +70,19 @@ pub fn install_into(
     argv: &[String],
     timeout_s: u64,
 ) -> Result<bool> {
+    install_matched(doc, events, argv, timeout_s, None)
+}
+
+/// [`install_into`] with a `matcher` on the entries' group (`"auto"` for PreCompact, `"startup"`
+/// for SessionStart …: Claude Code then runs the hook only when the event's trigger or source
+/// matches).
+pub fn install_matched(
+    doc: &mut Value,
+    events: &[String],
+    argv: &[String],
+    timeout_s: u64,
+    matcher: Option<&str>,
+) -> Result<bool> {
     let command = command_line(argv)?;
     let Some(obj) = doc.as_object_mut() else {
         return Err(Error::Other(
@@ -90,23 +103,36 @@ pub fn install_into(
                 "settings.json: hooks.{ev} is not an array"
             )));
         };
-        let ours: Vec<&Value> = groups
+        let ours: Vec<(&Value, Option<&str>)> = groups
             .iter()
-            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
-            .flatten()
-            .filter(|h| is_ours(h))
+            .flat_map(|g| {
+                let m = g
+                    .get("matcher")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty());
+                g.get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(move |h| (h, m))
+            })
+            .filter(|(h, _)| is_ours(h))
             .collect();
-        let same = |h: &Value| {
+        let same = |(h, m): (&Value, Option<&str>)| {
             our_argv(h).as_deref() == Some(argv)
                 && h.get("timeout").and_then(Value::as_u64) == Some(timeout_s)
+                && m == matcher
         };
         if ours.len() == 1 && same(ours[0]) {
             continue;
         }
         remove_ours(groups);
-        groups.push(
-            json!({ "hooks": [{"type": "command", "command": command, "timeout": timeout_s}] }),
-        );
+        let mut group =
+            json!({ "hooks": [{"type": "command", "command": command, "timeout": timeout_s}] });
+        if let Some(m) = matcher {
+            group["matcher"] = json!(m);
+        }
+        groups.push(group);
         changed = true;
     }
     Ok(changed)
@@ -156,27 +182,34 @@ pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>) -> bool {
     changed
 }
 
-/// cchist's entries in `doc`: `(event, command, timeout)`.
-pub fn installed(doc: &Value) -> Vec<(String, String, Option<u64>)> {
+/// cchist's entries in `doc`: `(event, command, timeout, matcher)`.
+pub fn installed(doc: &Value) -> Vec<(String, String, Option<u64>, Option<String>)> {
     let mut out = Vec::new();
     let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else {
         return out;
     };
     for (ev, groups) in hooks {
-        for h in groups
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
-            .flatten()
-            .filter(|h| is_ours(h))
-        {
-            let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
-            out.push((
-                ev.clone(),
-                cmd.to_string(),
-                h.get("timeout").and_then(Value::as_u64),
-            ));
+        for g in groups.as_array().into_iter().flatten() {
+            let matcher = g
+                .get("matcher")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+                .map(str::to_string);
+            for h in g
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|h| is_ours(h))
+            {
+                let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
+                out.push((
+                    ev.clone(),
+                    cmd.to_string(),
+                    h.get("timeout").and_then(Value::as_u64),
+                    matcher.clone(),
+                ));
+            }
         }
     }
     out
@@ -339,6 +372,24 @@ mod tests {
         assert!(uninstall_from(&mut doc, Some(&["PreCompact".to_string()])));
         let left: Vec<String> = installed(&doc).into_iter().map(|e| e.0).collect();
         assert_eq!(left, vec!["SessionEnd".to_string()]);
+    }
+
+    #[test]
+    fn a_matcher_goes_on_the_group_and_a_changed_one_replaces_the_entry() {
+        let mut doc = json!({});
+        let ev = vec!["PreCompact".to_string()];
+        let cmd = argv(&["/b/cchist", "hook"]);
+        assert!(install_matched(&mut doc, &ev, &cmd, 10, Some("auto")).unwrap());
+        assert_eq!(doc["hooks"]["PreCompact"][0]["matcher"], "auto");
+        assert!(!install_matched(&mut doc, &ev, &cmd, 10, Some("auto")).unwrap());
+        assert!(install_matched(&mut doc, &ev, &cmd, 10, Some("manual")).unwrap());
+        assert_eq!(doc["hooks"]["PreCompact"].as_array().unwrap().len(), 1);
+        assert_eq!(installed(&doc)[0].3.as_deref(), Some("manual"));
+        assert!(
+            install_into(&mut doc, &ev, &cmd, 10).unwrap(),
+            "no matcher: changed"
+        );
+        assert_eq!(installed(&doc)[0].3, None);
     }
 
     #[test]

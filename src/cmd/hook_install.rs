@@ -23,6 +23,10 @@ pub struct InstallArgs {
     /// (written as its absolute path).
     #[arg(short, long, value_name = "FILE|NAME")]
     pub pipeline: Option<String>,
+    /// Run only on these triggers (`manual`, `auto` for PreCompact and PostCompact) or sources
+    /// (`startup`, `resume`, `clear`, `compact` for SessionStart); several joined by `|`.
+    #[arg(long, value_name = "MATCHER")]
+    pub matcher: Option<String>,
     /// Timeout Claude Code gives the hook, in seconds.
     #[arg(long, default_value_t = 30)]
     pub timeout: u64,
@@ -71,7 +75,45 @@ impl From<ScopeArg> for Scope {
     }
 }
 
-const EVENTS: &[&str] = &["SessionEnd", "PreCompact", "SessionStart", "Stop"];
+const EVENTS: &[&str] = &[
+    "SessionEnd",
+    "PreCompact",
+    "PostCompact",
+    "SessionStart",
+    "Stop",
+];
+
+/// The values Claude Code 2.1.328 matches an event's matcher against (its `trigger` or
+/// `source`); events not listed take no matcher here.
+fn matcher_values(event: &str) -> Option<&'static [&'static str]> {
+    match event {
+        "PreCompact" | "PostCompact" => Some(&["manual", "auto"]),
+        "SessionStart" => Some(&["startup", "resume", "clear", "compact"]),
+        _ => None,
+    }
+}
+
+fn check_matcher(events: &[String], matcher: &str) -> anyhow::Result<()> {
+    for ev in events {
+        let Some(values) = matcher_values(ev) else {
+            bail!("--matcher: {ev} takes no matcher (PreCompact, PostCompact and SessionStart do)");
+        };
+        for m in matcher.split('|') {
+            if !values.contains(&m) {
+                bail!(
+                    "--matcher {matcher}: `{m}` is not a {ev} {} ({})",
+                    if ev == "SessionStart" {
+                        "source"
+                    } else {
+                        "trigger"
+                    },
+                    values.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
+}
 
 fn check_events(events: &[String]) -> anyhow::Result<()> {
     for ev in events {
@@ -126,6 +168,9 @@ fn in_build_folder(p: &Path) -> bool {
 
 pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
     check_events(&a.event)?;
+    if let Some(m) = &a.matcher {
+        check_matcher(&a.event, m)?;
+    }
     let path = settings::settings_path(a.scope.into())?;
     let exe = stable_exe(a.exe.as_deref())?;
     if in_build_folder(&exe) {
@@ -146,16 +191,20 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
         argv.extend(["--pipeline".to_string(), spec]);
     }
     let mut doc = settings::read_settings(&path)?;
-    if !settings::install_into(&mut doc, &a.event, &argv, a.timeout)? {
+    if !settings::install_matched(&mut doc, &a.event, &argv, a.timeout, a.matcher.as_deref())? {
         say!("{}: already installed", path.display());
         return Ok(ExitStatus::Ok);
     }
     let backup = settings::write_settings_with(&path, &doc, keeps_backup(a.scope))?;
     say!(
-        "{}: added `{}` for {}{}",
+        "{}: added `{}` for {}{}{}",
         path.display(),
         settings::command_line(&argv)?,
         a.event.join(", "),
+        a.matcher
+            .as_deref()
+            .map(|m| format!(" (matcher {m})"))
+            .unwrap_or_default(),
         kept(backup)
     );
     Ok(ExitStatus::Ok)
@@ -237,7 +286,7 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
         scopes.push(serde_json::json!({
             "scope": label,
             "file": path.display().to_string(),
-            "hooks": entries.iter().map(|(ev, cmd, t)| serde_json::json!({"event": ev, "command": cmd, "timeout": t})).collect::<Vec<_>>(),
+            "hooks": entries.iter().map(|(ev, cmd, t, m)| serde_json::json!({"event": ev, "command": cmd, "timeout": t, "matcher": m})).collect::<Vec<_>>(),
         }));
         if a.format.json() {
             continue;
@@ -247,11 +296,14 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
             continue;
         }
         tell!("{label} settings {}:", path.display());
-        for (ev, cmd, timeout) in entries {
+        for (ev, cmd, timeout, matcher) in entries {
             let t = timeout
                 .map(|t| format!(" (timeout {t} s)"))
                 .unwrap_or_default();
-            tell!("  {ev:<13} {cmd}{t}");
+            let m = matcher
+                .map(|m| format!(" [matcher {m}]"))
+                .unwrap_or_default();
+            tell!("  {ev:<13} {cmd}{t}{m}");
         }
     }
     let runs = hook_log::read(&root);

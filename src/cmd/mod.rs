@@ -12,6 +12,7 @@ pub mod history;
 pub mod hook;
 pub mod hook_install;
 pub mod ls;
+pub mod memory;
 mod plan;
 mod print;
 mod progress;

@@ -86,6 +86,80 @@ pub struct HookPolicy {
     /// milliseconds (keep it well inside the hook's timeout).
     #[serde(default = "default_stop_wait_ms")]
     pub stop_wait_ms: u64,
+    /// `PostCompact`: how many saved summaries of a project to keep (the newest).
+    #[serde(default = "default_memory_keep")]
+    pub memory_keep: usize,
+    /// `action = "command"`: the history manager to run after each completed turn (or at
+    /// `at_turns` / `every`): a string (split as a POSIX shell would, no shell run) or an
+    /// argv array.
+    #[serde(default)]
+    pub command: Option<CommandLine>,
+    /// `action = "command"`: how many recent turns the input's `recent_turns` lists.
+    #[serde(default = "default_recent")]
+    pub recent: usize,
+    /// `action = "command"`: kill the command (its whole process group) after this long.
+    #[serde(default = "default_command_timeout_ms")]
+    pub command_timeout_ms: u64,
+    /// `action = "command"`: where the document it prints is applied.
+    #[serde(default)]
+    pub apply: ApplyAt,
+    /// `action = "command"`: exit 2 when the command fails, which makes Claude Code feed the
+    /// reason to the model (off: the user is told, Claude goes on).
+    #[serde(default)]
+    pub block_on_error: bool,
+}
+
+/// `command` of the `[hook]` table, as an argv.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "CommandValue")]
+pub struct CommandLine(pub Vec<String>);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CommandValue {
+    Line(String),
+    Argv(Vec<String>),
+}
+
+impl TryFrom<CommandValue> for CommandLine {
+    type Error = String;
+    fn try_from(v: CommandValue) -> std::result::Result<CommandLine, String> {
+        let argv = match v {
+            CommandValue::Argv(a) => a,
+            CommandValue::Line(l) => shlex::split(&l).ok_or(
+                "unbalanced quotes or a trailing backslash; give the command as an array of arguments instead",
+            )?,
+        };
+        if argv.first().is_none_or(|p| p.is_empty()) {
+            return Err("is empty: give the program to run".into());
+        }
+        Ok(CommandLine(argv))
+    }
+}
+
+/// Where a history manager's document is applied: a live transcript cannot take it (the
+/// running CLI keeps the conversation in memory and appends to the file; see
+/// `tests/claude/live_edit.rs`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApplyAt {
+    /// To a new session (the original untouched); the user is told how to resume it.
+    #[default]
+    Fork,
+    /// Queued, and applied in place to the session itself when it ends (SessionEnd).
+    SessionEnd,
+}
+
+fn default_memory_keep() -> usize {
+    20
+}
+
+fn default_recent() -> usize {
+    3
+}
+
+fn default_command_timeout_ms() -> u64 {
+    15_000
 }
 
 /// `fit` of the `[hook]` table: a token budget, or `"auto"` for the auto-compact threshold
@@ -141,6 +215,12 @@ impl Default for HookPolicy {
             session_start_digest: false,
             session_start_on_compact: false,
             stop_wait_ms: default_stop_wait_ms(),
+            memory_keep: default_memory_keep(),
+            command: None,
+            recent: default_recent(),
+            command_timeout_ms: default_command_timeout_ms(),
+            apply: ApplyAt::default(),
+            block_on_error: false,
         }
     }
 }
@@ -154,6 +234,8 @@ pub enum StopAction {
     Notify,
     /// Write a compressed fork and tell the user how to resume it.
     Fork,
+    /// Run the user's history manager (`command`) and apply the document it prints.
+    Command,
 }
 
 impl HookPolicy {
@@ -199,11 +281,23 @@ impl HookPolicy {
         }
     }
 
-    /// True when a session with `turns` turns triggers the policy.
+    /// True when a session with `turns` turns triggers the policy: a turn-count rule, or a
+    /// history manager without one (it runs after every turn, the proposal's PostTurn).
     pub fn triggers(&self, turns: usize) -> bool {
         turns > 0
             && (self.at_turns.contains(&turns)
-                || (self.every > 0 && turns.is_multiple_of(self.every)))
+                || (self.every > 0 && turns.is_multiple_of(self.every))
+                || self.is_post_turn())
+    }
+
+    /// True when a Stop hook has anything to do.
+    pub fn acts_on_stop(&self) -> bool {
+        self.has_turn_rules() || self.action == StopAction::Command
+    }
+
+    /// A history manager run after every completed turn (no `at_turns` / `every`).
+    pub fn is_post_turn(&self) -> bool {
+        self.action == StopAction::Command && !self.has_turn_rules()
     }
 }
 
@@ -370,6 +464,26 @@ pub fn parse(text: &str, origin: &Origin) -> Result<PipelineFile> {
                     OptionError::key("fit", "give `fit` or `keep_last_steps`, not both"),
                 ));
             }
+            match (h.action, &h.command) {
+                (StopAction::Command, None) => {
+                    return Err(table_err(
+                        "hook",
+                        start,
+                        OptionError::key(
+                            "command",
+                            "`action = \"command\"` needs the command to run",
+                        ),
+                    ))
+                }
+                (StopAction::Notify | StopAction::Fork, Some(_)) => {
+                    return Err(table_err(
+                        "hook",
+                        start,
+                        OptionError::key("command", "is run only with `action = \"command\"`"),
+                    ))
+                }
+                _ => {}
+            }
             if h.fit == Some(Fit::Tokens(0)) {
                 return Err(table_err(
                     "hook",
@@ -454,6 +568,30 @@ mod tests {
     fn bad_on_invalid_value_is_an_error() {
         let e = parse_err("version = 1\non_invalid_json = \"drop\"\n");
         assert!(e.starts_with("p.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn hook_command_is_an_argv_and_needs_its_action() {
+        let h = |t: &str| parse(t, &Origin::stdin()).unwrap().hook;
+        let line = h(
+            "version = 1\n[hook]\naction = \"command\"\ncommand = \"./m.sh --at 'two words'\"\n",
+        );
+        assert_eq!(
+            line.command.clone().unwrap().0,
+            vec!["./m.sh", "--at", "two words"]
+        );
+        assert!(line.is_post_turn() && line.triggers(1) && line.triggers(7));
+        assert_eq!(line.apply, ApplyAt::Fork);
+        let argv = h("version = 1\n[hook]\naction = \"command\"\ncommand = [\"m\", \"a b\"]\nat_turns = [10]\napply = \"session-end\"\n");
+        assert_eq!(argv.command.clone().unwrap().0, vec!["m", "a b"]);
+        assert!(!argv.is_post_turn() && argv.triggers(10) && !argv.triggers(9));
+        assert_eq!(argv.apply, ApplyAt::SessionEnd);
+        let e = parse_err("version = 1\n[hook]\naction = \"command\"\n");
+        assert!(e.contains("[hook] key `command`"), "{e}");
+        let e = parse_err("version = 1\n[hook]\ncommand = \"m\"\n");
+        assert!(e.contains("only with `action = \"command\"`"), "{e}");
+        let e = parse_err("version = 1\n[hook]\naction = \"command\"\ncommand = \"m 'open\"\n");
+        assert!(e.contains("unbalanced quotes"), "{e}");
     }
 
     #[test]

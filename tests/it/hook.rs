@@ -598,3 +598,515 @@ fn stop_fork_with_fit_auto_fits_under_the_sessions_auto_compact_threshold() {
     let copies = std::fs::read_dir(&r.proj).unwrap().count();
     assert_eq!(copies, 3, "s1, its fork and s2; no fork of s2");
 }
+
+/// An executable history manager in `r`'s folder: `body` runs after its input is saved to
+/// `input.json` and its `TURN_*` variables to `env.txt`.
+fn manager(r: &Root, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = r.config().display().to_string();
+    let p = r.config().join(name);
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\ncat > '{dir}/input.json'\nenv | grep -E '^(TURN_|TOTAL_TURNS|CURRENT_TURN_UUID|SESSION_ID|TRANSCRIPT_PATH)' | sort > '{dir}/env.txt'\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.display().to_string()
+}
+
+/// A manager replacing turns 1–2 with a summary that quotes the planted secret (what it writes
+/// goes through the pipeline's redaction too).
+fn summarizing_manager(r: &Root) -> String {
+    let doc = format!(
+        r#"{{"action":"modify_history","operations":[{{"type":"replace","turns":["'"$TURN_1"'","'"$TURN_2"'"],"with":{{"type":"user","content":"MANAGER-SUMMARY of turns 1-2, key AWS_SECRET_ACCESS_KEY={}"}}}}]}}"#,
+        secret()
+    );
+    manager(r, "manager.sh", &format!("printf '%s' '{doc}'"))
+}
+
+fn command_pipeline(r: &Root, command: &str, extra: &str) -> String {
+    r.pipeline(
+        "manager.toml",
+        &format!("version = 1\n[hook]\naction = \"command\"\ncommand = {command:?}\n{extra}\n[[stage]]\ntype = \"redact\"\n"),
+    )
+}
+
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn history_manager_edit_goes_to_a_redacted_fork_and_gets_the_proposals_input() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let before = std::fs::read(&f).unwrap();
+    let m = summarizing_manager(&r);
+    let p = command_pipeline(&r, &m, "at_turns = [4]\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("unchanged"), "{msg}");
+    let id = msg.rsplit("claude --resume ").next().unwrap().trim();
+    let copy = f.with_file_name(format!("{id}.jsonl"));
+    assert!(copy.is_file(), "{msg}");
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        before,
+        "the live file is never edited"
+    );
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(text.contains("MANAGER-SUMMARY"));
+    assert!(!text.contains("Step 1:") && !text.contains("Step 2:"));
+    assert!(text.contains("Step 3:") && text.contains("Answer 4."));
+    assert!(
+        !text.contains(&secret()),
+        "what the manager wrote is redacted"
+    );
+    let out = r.cchist().arg("validate").arg(&copy).output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    // the proposal's input and environment
+    let input: Value =
+        serde_json::from_slice(&std::fs::read(r.config().join("input.json")).unwrap()).unwrap();
+    assert_eq!(input["event"], "TurnCount");
+    assert_eq!(input["session_id"], "s1");
+    assert_eq!(input["turn_count"], 4);
+    assert_eq!(input["total_turns"], 4);
+    assert_eq!(input["recent_turns"].as_array().unwrap().len(), 3);
+    let first = "00000000-0000-4000-8000-000000000001";
+    let env = std::fs::read_to_string(r.config().join("env.txt")).unwrap();
+    assert!(env.contains(&format!("TURN_1={first}\n")), "{env}");
+    assert!(env.contains("TURN_4=") && !env.contains("TURN_5="), "{env}");
+    assert!(
+        env.contains("TOTAL_TURNS=4\n") && env.contains("SESSION_ID=s1\n"),
+        "{env}"
+    );
+    assert_eq!(
+        input["current_turn_uuid"],
+        "00000000-0000-4000-8000-000000000019"
+    );
+    let log = r.log();
+    assert_eq!(log.last().unwrap()["outcome"], "fired", "{log:?}");
+    // the threshold fires once
+    let again = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(stdout(&again).is_empty(), "{}", stdout(&again));
+    assert_eq!(jsonl_files(&r.proj).len(), 2);
+}
+
+#[test]
+fn history_manager_without_turn_rules_runs_after_every_turn_as_post_turn() {
+    let r = Root::new();
+    let f = r.session("s1", 2);
+    let m = manager(&r, "quiet.sh", "exit 0");
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 2));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "nothing to do, nothing said");
+    let input: Value =
+        serde_json::from_slice(&std::fs::read(r.config().join("input.json")).unwrap()).unwrap();
+    assert_eq!(input["event"], "PostTurn");
+    assert_eq!(input["turn_count"], 2);
+    let log = r.log();
+    assert!(
+        log[0]["detail"].as_str().unwrap().contains("nothing to do"),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn history_manager_failures_change_nothing_say_why_and_never_block() {
+    let unknown = r#"{"action":"modify_history","operations":[{"type":"delete","turns":["00000000-0000-4000-8000-999999999999"]}]}"#;
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        ("garbage", "echo 'Step 1: do the work, as garbage'".into(), "", "not a modify_history document"),
+        ("exit 1", "echo '{}'; exit 1".into(), "", "exited 1"),
+        ("hang", "sleep 30".into(), "command_timeout_ms = 300\n", "past its timeout of 300 ms"),
+        ("unknown uuid", format!("printf '%s' '{unknown}'"), "", "not in this session"),
+        (
+            "bad field",
+            r#"printf '%s' '{"action":"modify_history","operations":[{"type":"replace","turns":[1],"with":{"type":"user","content":"x","colour":"red"}}]}'"#.into(),
+            "",
+            "colour",
+        ),
+    ];
+    for (what, body, extra, why) in cases {
+        let r = Root::new();
+        let f = r.session("s1", 3);
+        let before = std::fs::read(&f).unwrap();
+        let m = manager(&r, "bad.sh", &body);
+        let p = command_pipeline(&r, &m, extra);
+        let start = std::time::Instant::now();
+        let out = r.hook(&["--pipeline", &p], &stop_event(&f, 3));
+        assert!(out.status.success(), "{what}: exit {:?}", out.status);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{what}"
+        );
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{what}: {}", stdout(&out)));
+        let msg = v["systemMessage"].as_str().unwrap();
+        assert!(
+            msg.contains(why) && msg.contains("unchanged"),
+            "{what}: {msg}"
+        );
+        assert_eq!(std::fs::read(&f).unwrap(), before, "{what}");
+        assert_eq!(jsonl_files(&r.proj), vec![f.clone()], "{what}: no fork");
+        let log = std::fs::read_to_string(r.config().join("cchist/hook.log")).unwrap();
+        assert!(
+            log.contains("\"failed\"") && log.contains(why),
+            "{what}: {log}"
+        );
+        assert!(
+            !log.contains("Step 1"),
+            "{what}: the log quotes the manager's output: {log}"
+        );
+    }
+    // block_on_error: exit 2 with the reason on stderr (Claude Code gives it to the model)
+    let r = Root::new();
+    let f = r.session("s1", 3);
+    let m = manager(&r, "bad.sh", "exit 1");
+    let p = command_pipeline(&r, &m, "block_on_error = true\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 3));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("exited 1"), "{}", stderr(&out));
+}
+
+#[test]
+fn history_manager_with_apply_session_end_edits_the_session_when_it_ends() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let before = std::fs::read(&f).unwrap();
+    let m = summarizing_manager(&r);
+    let p = command_pipeline(&r, &m, "at_turns = [4]\napply = \"session-end\"\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["systemMessage"].as_str().unwrap().contains("queued"),
+        "{v}"
+    );
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        before,
+        "nothing changes while it runs"
+    );
+    assert_eq!(jsonl_files(&r.proj).len(), 1, "no fork");
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(
+        text.contains("MANAGER-SUMMARY"),
+        "the edit landed in the session"
+    );
+    assert!(!text.contains("Step 1:") && text.contains("Step 3:"));
+    assert!(!text.contains(&secret()));
+    let out = r.cchist().arg("validate").arg(&f).output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    let log = r.log();
+    assert!(
+        log.last().unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 queued edits applied"),
+        "{log:?}"
+    );
+    // the queue is gone: a second end applies nothing again
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert!(out.status.success());
+    assert!(!r.log().last().unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .contains("queued"));
+}
+
+#[test]
+fn a_queued_edit_whose_uuid_is_gone_at_session_end_is_not_applied_and_says_so() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let m = summarizing_manager(&r);
+    let p = command_pipeline(&r, &m, "at_turns = [4]\napply = \"session-end\"\n");
+    r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    // turn 1 goes away meanwhile (another edit)
+    let ops = r.pipeline(
+        "del.json",
+        r#"{"action":"modify_history","operations":[{"type":"delete","turns":[1]}]}"#,
+    );
+    let out = r
+        .cchist()
+        .args(["apply", &ops, "--force", "--file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let between = std::fs::read(&f).unwrap();
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert_eq!(out.status.code(), Some(1), "a failing SessionEnd exits 1");
+    assert!(
+        stderr(&out).contains("no longer in the session"),
+        "{}",
+        stderr(&out)
+    );
+    let after = std::fs::read_to_string(&f).unwrap();
+    assert!(!after.contains("MANAGER-SUMMARY"));
+    // the scrub ran (in place), the edit did not
+    assert_eq!(
+        after.lines().count(),
+        String::from_utf8_lossy(&between).lines().count()
+    );
+}
+
+fn post_compact_event(f: &Path, session: &str, summary: &str) -> Value {
+    let mut ev = event("PostCompact", f, session);
+    ev["trigger"] = json!("manual");
+    ev["compact_summary"] = json!(summary);
+    ev
+}
+
+#[test]
+fn post_compact_saves_the_redacted_summary_and_the_next_session_start_shows_it() {
+    let r = Root::new();
+    let f = r.session("previous", 2);
+    let p = r.pipeline(
+        "mem.toml",
+        "version = 1\n[hook]\nsession_start_digest = true\nmemory_keep = 2\n[[stage]]\ntype = \"redact\"\n",
+    );
+    // The summary restates the secret twice: once with its key (a rule matches), once bare
+    // (only the session's known secrets catch it).
+    let summary = format!(
+        "MEMORY-SUMMARY: the user set AWS_SECRET_ACCESS_KEY={s} in .env; the value {s} must stay.",
+        s = secret()
+    );
+    let out = r.hook(
+        &["--pipeline", &p],
+        &post_compact_event(&f, "previous", &summary),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.starts_with("cchist: compaction summary saved") && said.lines().count() == 1,
+        "one plain line (PostCompact output is not parsed as JSON): {said}"
+    );
+    let dir = r.config().join("cchist/memory/-home-dev-app");
+    let saved: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let name = saved[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.ends_with("-previous.md"), "{name}");
+    let text = std::fs::read_to_string(&saved[0]).unwrap();
+    assert!(text.contains("MEMORY-SUMMARY"), "{text}");
+    assert!(
+        !text.contains(&secret()),
+        "the saved summary holds the secret: {text}"
+    );
+    // memory list / show
+    let out = r.cchist().args(["memory", "list"]).output().unwrap();
+    assert!(
+        out.status.success() && stdout(&out).contains("previous"),
+        "{}",
+        stdout(&out)
+    );
+    let out = r
+        .cchist()
+        .args(["memory", "show", "prev"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("MEMORY-SUMMARY"), "{}", stdout(&out));
+    let out = r
+        .cchist()
+        .args(["memory", "show", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("memory list"), "{}", stderr(&out));
+    // the next session's SessionStart shows the digest and the summary, once
+    let current = r.proj.join("current.jsonl");
+    let mut ev = event("SessionStart", &current, "current");
+    ev["source"] = json!("startup");
+    let out = r.hook(&["--pipeline", &p], &ev);
+    let text = stdout(&out);
+    assert_eq!(text.matches("MEMORY-SUMMARY").count(), 1, "{text}");
+    assert!(
+        text.contains("Answer 2.") && !text.contains(&secret()),
+        "{text}"
+    );
+    // newest N kept
+    for i in 0..3 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        r.hook(
+            &["--pipeline", &p],
+            &post_compact_event(&f, "previous", &format!("again {i}")),
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        2,
+        "memory_keep = 2"
+    );
+}
+
+#[test]
+fn matchers_are_written_on_the_group_checked_per_event_and_shown_by_status() {
+    let r = Root::new();
+    let out = r
+        .cchist()
+        .args([
+            "hook",
+            "install",
+            "--event",
+            "PreCompact,PostCompact",
+            "--matcher",
+            "auto",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = r
+        .cchist()
+        .args([
+            "hook",
+            "install",
+            "--event",
+            "SessionStart",
+            "--matcher",
+            "startup|resume",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(r.config().join("settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["hooks"]["PreCompact"][0]["matcher"], "auto");
+    assert_eq!(settings["hooks"]["PostCompact"][0]["matcher"], "auto");
+    assert_eq!(
+        settings["hooks"]["SessionStart"][0]["matcher"],
+        "startup|resume"
+    );
+    for (ev, m, why) in [
+        ("PreCompact", "startup", "not a PreCompact trigger"),
+        ("SessionStart", "auto", "not a SessionStart source"),
+        ("Stop", "auto", "Stop takes no matcher"),
+    ] {
+        let out = r
+            .cchist()
+            .args(["hook", "install", "--event", ev, "--matcher", m])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{ev} {m}");
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+    }
+    let out = r.cchist().args(["hook", "status"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("[matcher auto]") && text.contains("[matcher startup|resume]"),
+        "{text}"
+    );
+    let out = r
+        .cchist()
+        .args(["hook", "status", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hooks = v["settings"][0]["hooks"].as_array().unwrap();
+    assert!(
+        hooks
+            .iter()
+            .any(|h| h["event"] == "PreCompact" && h["matcher"] == "auto"),
+        "{v}"
+    );
+}
+
+/// `examples/history-manager.sh`, or `None` (skip, or fail under CI) without jq.
+pub(crate) fn example_manager() -> Option<String> {
+    let jq = Command::new("jq").arg("--version").output();
+    if !jq.is_ok_and(|o| o.status.success()) {
+        crate::common::skip_or_fail("jq is not installed; examples/history-manager.sh needs it");
+        return None;
+    }
+    Some(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/history-manager.sh")
+            .display()
+            .to_string(),
+    )
+}
+
+#[test]
+fn the_example_history_manager_compresses_turns_1_to_5_at_turn_10() {
+    let Some(m) = example_manager() else {
+        return;
+    };
+    let r = Root::new();
+    let f = r.session("s1", 10);
+    let before = std::fs::read(&f).unwrap();
+    // PostTurn: it runs after every turn and does nothing before turn 10
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 10));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{} / {}", stdout(&out), stderr(&out)));
+    let msg = v["systemMessage"].as_str().unwrap();
+    let id = msg.rsplit("claude --resume ").next().unwrap().trim();
+    let copy = f.with_file_name(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&copy).unwrap();
+    assert!(text.contains("Summary of turns 1-5 (by cchist)"), "{text}");
+    for t in 1..=5 {
+        assert!(
+            !text.contains(&format!("\"content\":\"Step {t}: do the work\"")),
+            "turn {t} kept"
+        );
+    }
+    for t in 6..=10 {
+        assert!(
+            text.contains(&format!("Step {t}: do the work")),
+            "turn {t} lost"
+        );
+    }
+    // the digest names what turns 1-5 did
+    assert!(text.contains("src/m01.rs"), "the summary has the facts");
+    assert!(!text.contains(&secret()), "the summary is redacted");
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+    let out = r.cchist().arg("validate").arg(&copy).output().unwrap();
+    assert!(out.status.success(), "{}", stdout(&out));
+    // at another turn: nothing
+    let r = Root::new();
+    let f = r.session("s1", 9);
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 9));
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_history_manager_failure_quoting_a_secret_shows_it_redacted() {
+    let r = Root::new();
+    let f = r.session("s1", 2);
+    // the document's `action` is quoted back in the error: make it a secret
+    let body = format!(
+        r#"printf '%s' '{{"action":"AWS_SECRET_ACCESS_KEY={}","operations":[{{"type":"delete","turns":[1]}}]}}'"#,
+        secret()
+    );
+    let m = manager(&r, "leaky.sh", &body);
+    let p = command_pipeline(&r, &m, "");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 2));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.contains("history manager failed"), "{said}");
+    assert!(
+        !said.contains(&secret()),
+        "the user's message holds the secret: {said}"
+    );
+    let log = std::fs::read_to_string(r.config().join("cchist/hook.log")).unwrap();
+    assert!(!log.contains(&secret()), "{log}");
+}

@@ -732,3 +732,125 @@ fn tail(s: &str, max: usize) -> &str {
     }
     &s[i..]
 }
+
+/// One CLI process holding a session across prompts (`--input-format stream-json`): what an
+/// interactive session is, as opposed to [`Sandbox::play`]'s one process per prompt, which
+/// rereads the transcript each time.
+pub struct Live {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every stdout line so far.
+    pub stdout: Vec<String>,
+    /// The session id, once the CLI said it.
+    pub session_id: Option<String>,
+}
+
+impl Sandbox {
+    /// Starts the CLI against `mock` reading prompts from stdin (`None` without a CLI). `extra`
+    /// is added to its arguments (`--resume ID` …).
+    pub fn live(&self, mock: &MockApi, extra: &[&str]) -> Option<Live> {
+        let bin = claude_bin()?;
+        let mut cmd = Command::new(bin);
+        cmd.args([
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--allowedTools",
+            ALLOWED_TOOLS,
+        ])
+        .args(extra)
+        .current_dir(&self.proj)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(File::create(self.root.join("live.err")).expect("stderr file"))
+        .process_group(0);
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            if k.starts_with("ANTHROPIC") || k.starts_with("CLAUDE") || k.starts_with("XDG_") {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("HOME", &self.home)
+            .env("CLAUDE_CONFIG_DIR", &self.config_dir)
+            .env("TMPDIR", self.root.join("tmp"))
+            .env("ANTHROPIC_API_KEY", "sk-ant-dummy")
+            .env("ANTHROPIC_BASE_URL", mock.base_url())
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1");
+        RUNS.fetch_add(1, Ordering::SeqCst);
+        let mut child = cmd.spawn().expect("spawn claude");
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Some(Live {
+            child,
+            stdin,
+            lines: rx,
+            stdout: Vec::new(),
+            session_id: None,
+        })
+    }
+}
+
+impl Live {
+    /// Sends one prompt and waits for its `result` event (panics after the generate timeout);
+    /// returns the lines printed meanwhile.
+    pub fn send(&mut self, prompt: &str) -> Vec<String> {
+        let msg = json!({"type": "user", "message": {"role": "user", "content": prompt}});
+        let stdin = self.stdin.as_mut().expect("session still open");
+        writeln!(stdin, "{msg}").expect("write prompt");
+        stdin.flush().expect("flush prompt");
+        let start = Instant::now();
+        let mut got = Vec::new();
+        loop {
+            let left = GENERATE_TIMEOUT.saturating_sub(start.elapsed());
+            let l = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no result for {prompt:?}; got {got:?}"));
+            self.stdout.push(l.clone());
+            let v: Value = serde_json::from_str(&l).unwrap_or(Value::Null);
+            if let Some(s) = v.get("session_id").and_then(Value::as_str) {
+                self.session_id.get_or_insert_with(|| s.to_owned());
+            }
+            got.push(l);
+            if v["type"] == "result" {
+                return got;
+            }
+        }
+    }
+
+    /// Closes stdin (the session ends, SessionEnd hooks run) and waits for the exit.
+    pub fn close(mut self) -> Option<ExitStatus> {
+        drop(self.stdin.take());
+        let start = Instant::now();
+        loop {
+            while let Ok(l) = self.lines.try_recv() {
+                self.stdout.push(l);
+            }
+            if let Some(s) = self.child.try_wait().expect("wait for claude") {
+                return Some(s);
+            }
+            if start.elapsed() > GENERATE_TIMEOUT {
+                // SAFETY: signals the process group we created for this child only.
+                unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
+                let _ = self.child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

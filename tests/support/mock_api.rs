@@ -100,6 +100,9 @@ struct State {
     usages: VecDeque<Value>,
     requests: Vec<Request>,
     shape_errors: Vec<String>,
+    /// What side requests (no tools: titles, compaction summaries) are answered; default
+    /// `Session notes.`.
+    side_text: Option<String>,
 }
 
 struct Shared {
@@ -176,6 +179,11 @@ impl MockApi {
     /// its context holds a chosen number of tokens.
     pub fn set_usage(&self, usages: Vec<Value>) {
         self.shared.lock().usages = usages.into();
+    }
+
+    /// Answer side requests (no tools: the compaction summary among them) with `text`.
+    pub fn set_side_text(&self, text: &str) {
+        self.shared.lock().side_text = Some(text.to_owned());
     }
 
     /// Every request received so far, in arrival order.
@@ -255,7 +263,8 @@ impl Shared {
                 .unwrap_or_else(|| vec![Block::text("Done.")]);
             (turn, st.usages.pop_front())
         } else {
-            (vec![Block::text("Session notes.")], None)
+            let text = st.side_text.as_deref().unwrap_or("Session notes.");
+            (vec![Block::text(text)], None)
         };
         drop(st);
         let content: Vec<Value> = turn.iter().map(|b| self.render(b)).collect();
