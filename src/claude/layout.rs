@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Origin, Result};
-use crate::io::output::{is_temp_name, BACKUP_MARK};
+use crate::io::backup::{backups, BACKUP_MARK};
+use crate::io::output::is_temp_name;
 
 /// The Claude Code config root: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn config_root() -> Result<PathBuf> {
@@ -230,55 +231,6 @@ fn collect_companions(dir: &Path, out: &mut Vec<Member>) {
         };
         out.push(Member { path, part });
     }
-}
-
-/// cchist's backups of `path` (`<path>.cchist-bak.<stamp>`), oldest first.
-pub fn backups(path: &Path) -> Vec<PathBuf> {
-    beside(path, |name, n| {
-        n.starts_with(&format!("{name}{BACKUP_MARK}"))
-    })
-}
-
-/// The other copies of `path` beside it: every regular file whose name is `path`'s name
-/// followed by anything — what `--backup=SUFFIX` writes (`.bak`, `~`, `-orig`, any suffix),
-/// what a forced undo replaced (`.cchist-undone.<time>`) — except cchist's undoable backups
-/// ([`backups`], which undo restores) and temp files; sorted by name. Each holds the
-/// session as it was, secrets included, so `check` scans them and `backups list` lists them.
-pub fn copies(path: &Path) -> Vec<PathBuf> {
-    beside(path, |name, n| {
-        n.len() > name.len()
-            && n.starts_with(name)
-            && !n.starts_with(&format!("{name}{BACKUP_MARK}"))
-    })
-}
-
-/// The regular files in `path`'s folder (temp files aside) whose name `keep(path's name,
-/// theirs)` accepts, sorted by name: the one walk behind [`backups`] and [`copies`].
-fn beside(path: &Path, keep: impl Fn(&str, &str) -> bool) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (
-        path.parent(),
-        path.file_name().map(|n| n.to_string_lossy().into_owned()),
-    ) else {
-        return Vec::new();
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            keep(&name, &n) && !is_temp_name(&n)
-        })
-        .map(|e| path.with_file_name(e.file_name()))
-        .collect();
-    v.sort();
-    v
 }
 
 /// Every main session under `projects`, sorted by project folder then id. Sub-agent files

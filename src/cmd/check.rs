@@ -269,7 +269,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                         .iter()
                         .filter(|f| !f.findings.is_empty() && backup_names.contains(&f.file))
                     {
-                        if f.file.contains(cchist::io::output::BACKUP_MARK)
+                        if f.file.contains(cchist::io::backup::BACKUP_MARK)
                             || f.file.contains(".cchist-undone.")
                         {
                             backups += 1;
@@ -417,15 +417,14 @@ fn is_closed_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Add the other copies of each transcript among `inputs` ([`layout::copies`]: what
+/// Add the other copies of each transcript among `inputs` ([`backup::copies`]: what
 /// `--backup=SUFFIX` and a forced undo left beside it) right after it, each file once; the
 /// paths of every backup or copy among the inputs, cchist's own included. They hold the
 /// session as it was, so a scan that passed over them would report clean over secrets that
 /// are still on disk.
 ///
-/// [`layout::copies`]: cchist::claude::layout::copies
+/// [`backup::copies`]: cchist::io::backup::copies
 fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
-    use cchist::claude::layout;
     let mut seen: std::collections::HashSet<PathBuf> = inputs
         .iter()
         .filter_map(|i| match i {
@@ -444,12 +443,12 @@ fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.contains(cchist::io::output::BACKUP_MARK) {
+        if name.contains(cchist::io::backup::BACKUP_MARK) {
             backups.insert(path.clone());
         }
         let is_transcript = name.ends_with(".jsonl");
         let copies = if is_transcript {
-            layout::copies(path)
+            cchist::io::backup::copies(path)
         } else {
             Vec::new()
         };

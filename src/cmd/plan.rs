@@ -270,7 +270,7 @@ fn interrupted(
     if left == 0 {
         return None;
     }
-    let undoable = matches!(mode, Mode::InPlace { backup: Some(b), .. } if b.starts_with(cchist::io::output::BACKUP_MARK));
+    let undoable = matches!(mode, Mode::InPlace { backup: Some(b), .. } if b.starts_with(cchist::io::backup::BACKUP_MARK));
     super::progress::say_interrupted(outcomes.len(), left, undoable, started);
     Some(ExitStatus::Error)
 }
@@ -294,7 +294,7 @@ fn note_backups_keep_secrets(outcomes: &[runner::Outcome], mode: &Mode, json: bo
     if n == 0 || json {
         return;
     }
-    let remove = if suffix.starts_with(cchist::io::output::BACKUP_MARK) {
+    let remove = if suffix.starts_with(cchist::io::backup::BACKUP_MARK) {
         "`cchist backups prune --older-than 0s` removes them once no `cchist undo` needs them"
     } else {
         "remove them by hand once you no longer need them"

@@ -9,9 +9,10 @@ use rayon::prelude::*;
 
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
+use crate::io::backup::BACKUP_MARK;
 use crate::io::input::{self, Input};
-use crate::io::lock;
-use crate::io::output::{AtomicFile, LazySink, Sink, SpanWriter, BACKUP_MARK};
+use crate::io::output::{LazySink, Sink, SpanWriter};
+use crate::io::replace::{self, Attrs, Replace};
 use crate::stages::redact::known::Known;
 use crate::stages::Secrets;
 
@@ -405,7 +406,7 @@ pub fn run_one_known(
             let dest_origin = Origin::file(&dest);
             let mut out = BufWriter::with_capacity(
                 1 << 16,
-                AtomicFile::create(&dest).map_err(|e| Error::io(&dest_origin, "create", e))?,
+                replace::temp(&dest).map_err(|e| Error::io(&dest_origin, "create", e))?,
             );
             let mut sink = SpanWriter::new(&mut out);
             let r = pipeline
@@ -417,8 +418,7 @@ pub fn run_one_known(
             let tmp = out
                 .into_inner()
                 .map_err(|e| Error::io(&dest_origin, "write", e.into_error()))?;
-            tmp.commit(Some(f.meta.mode()), None)
-                .map_err(|e| Error::io(&dest_origin, "rename", e))?;
+            replace::finish_file(&dest, tmp, &Attrs::mode(f.meta.mode()))?;
             Ok(r)
         }
     }
@@ -450,44 +450,14 @@ fn run_whole_file(
     mode: &Mode,
     transform: &dyn Fn(&Pipeline, &[u8], &Origin) -> WholeFile,
 ) -> Result<FileReport> {
-    let origin = Origin::file(path);
     let f = match mode {
         // The same rules as a transcript: no links, no other hard links, locked, read whole.
-        Mode::InPlace { break_links, .. } => {
-            check_replaceable(path, *break_links)?;
-            input::read_locked(lock::lock_path(path, lock::wait_bound()?)?, &origin)?
-        }
+        Mode::InPlace { break_links, .. } => replace::open(path, *break_links)?,
         _ => input::open(path)?,
     };
+    let origin = Origin::file(path);
     let (new, report) = transform(pipeline, &f.data, &origin)?;
     let bytes: &[u8] = new.as_deref().unwrap_or(&f.data);
-    let write_atomic = |dest: &Path, mtime: Option<std::time::SystemTime>| -> Result<()> {
-        let o = Origin::file(dest);
-        let mut tmp = AtomicFile::create(dest).map_err(|e| Error::io(&o, "create", e))?;
-        tmp.write_all(bytes)
-            .map_err(|e| Error::io(&o, "write", e))?;
-        if matches!(mode, Mode::InPlace { .. }) {
-            keep_owner(tmp.file_ref(), &f.meta, dest)?;
-        } else {
-            // A copy: the original's owner when permitted, else whoever runs cchist.
-            let _ =
-                std::os::unix::fs::fchown(tmp.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
-        }
-        tmp.prepare(Some(f.meta.mode()), mtime)
-            .map_err(|e| Error::io(&o, "write", e))?;
-        let now = std::fs::symlink_metadata(dest);
-        if matches!(mode, Mode::InPlace { .. })
-            && now.map_or(true, |now| changed_since(&now, &f.meta))
-        {
-            return Err(Error::Concurrent { path: o });
-        }
-        let _held = tmp
-            .file_ref()
-            .try_clone()
-            .and_then(|c| lock::lock_file(&c).map(|()| c))
-            .map_err(|e| Error::io(&o, "lock", e))?;
-        tmp.persist().map_err(|e| Error::io(&o, "rename", e))
-    };
     match mode {
         Mode::DryRun => {}
         Mode::Stdout => io::stdout()
@@ -497,36 +467,22 @@ fn run_whole_file(
         Mode::OutDir(dir) => {
             let dest = dir.join(rel);
             create_private_parent(&dest)?;
-            write_atomic(&dest, None)?;
+            // A copy: the original's owner when permitted, else whoever runs cchist.
+            replace::write_file(&dest, bytes, &Attrs::like(&f.meta))?;
         }
         Mode::InPlace { backup, touch, .. } => {
             if new.is_none() {
                 return Ok(report);
             }
-            // As for JSONL files: a link is not replaced by a regular file (the rename would
-            // break it and leave the original, secret and all, at its target).
-            let lmeta =
-                std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
-            if !lmeta.file_type().is_file() {
-                return Err(Error::Other(format!(
-                    "{}: is a symbolic link or not a regular file; cchist replaces only regular files in place",
-                    path.display()
-                )));
-            }
-            let mut undoable = None;
-            if let Some(suffix) = backup {
-                let (b, bpath) = stage_backup(path, suffix, &f)?;
-                b.persist()
-                    .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
-                if suffix.contains(BACKUP_MARK) {
-                    undoable = Some(bpath);
-                }
-            }
-            let mtime = if *touch { None } else { f.meta.modified().ok() };
-            write_atomic(path, mtime)?;
-            if let Some(bpath) = undoable {
-                crate::claude::rewrite::record_written(path, &bpath)?;
-            }
+            let mut tmp = replace::temp(path).map_err(|e| Error::io(&origin, "create", e))?;
+            tmp.write_all(bytes)
+                .map_err(|e| Error::io(&origin, "write", e))?;
+            replace::commit(
+                path,
+                &f,
+                tmp,
+                Replace::in_place(&f, backup.as_deref(), *touch),
+            )?;
         }
     }
     Ok(report)
@@ -548,27 +504,8 @@ impl Sink for NullSink {
 }
 
 /// Replace `path` by the pipeline's output, atomically, without losing what a live session
-/// appends meanwhile.
-///
-/// Claude Code appends to a session by path (open with O_APPEND, write, close) and never takes
-/// a lock, so the protocol is:
-///
-/// 1. read the file (memory-mapped) and note its size, inode, mtime and ctime;
-/// 2. write the output to a temp file beside it, give it the original's owner, mode and mtime,
-///    fsync it, and stage the backup the same way — everything slow comes first;
-/// 3. stat the path again: if anything changed, drop the temp files and fail with
-///    [`Error::Concurrent`] (the caller retries, then gives up leaving the file as it is);
-/// 4. rename the backup, then the output, into place;
-/// 5. look at the old inode through the descriptor still open: an append that landed between
-///    3 and 4 is there, and is copied onto the end of the new file
-///    (`bytes-appended-during-replace` in the report).
-///
-/// What remains: a writer that opened the file before the rename and writes after step 5 — or
-/// one that keeps its descriptor open for good, which Claude Code does not do — writes into
-/// the old inode, which has no name any more (or only the backup's, with `--backup`). Records
-/// carried over in step 5 come after any a writer appended to the new file in the
-/// microseconds between 4 and 5, so their order in the file can differ from the order they
-/// were written in (their `parentUuid` links are unaffected).
+/// appends meanwhile ([`replace`] has the protocol). Claude Code appends to a session by path
+/// (open with O_APPEND, write, close) and never takes a lock.
 fn in_place(
     pipeline: &Pipeline,
     path: &Path,
@@ -578,12 +515,10 @@ fn in_place(
     seed: &Known,
 ) -> Result<FileReport> {
     let origin = Origin::file(path);
-    check_replaceable(path, break_links)?;
     // Another cchist writing this file goes first; then we read what it wrote.
-    let locked = lock::lock_path(path, lock::wait_bound()?)?;
-    let f = input::read_locked(locked, &origin)?;
+    let f = replace::open(path, break_links)?;
     let mut sink = LazySink::new(&f.data, || {
-        AtomicFile::create(path).map(|a| BufWriter::with_capacity(1 << 16, a))
+        replace::temp(path).map(|a| BufWriter::with_capacity(1 << 16, a))
     });
     let mut report = pipeline
         .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
@@ -594,164 +529,14 @@ fn in_place(
         return Ok(report);
     };
     report.changed = true;
-    let mut tmp = out
+    let tmp = out
         .into_inner()
         .map_err(|e| Error::io(&origin, "write", e.into_error()))?;
-    keep_owner(tmp.file_ref(), &f.meta, path)?;
-    let mtime = if touch { None } else { f.meta.modified().ok() };
-    // Everything slow (fsync, the backup) happens before the last check, so that the window
-    // between that check and the rename is two system calls.
-    tmp.prepare(Some(f.meta.mode()), mtime)
-        .map_err(|e| Error::io(&origin, "write", e))?;
-    let backup = match backup {
-        Some(suffix) => Some(stage_backup(path, suffix, &f)?),
-        None => None,
-    };
-    // Did the file grow or change while we read it (a live session appending)?
-    let now = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
-    if changed_since(&now, &f.meta) {
-        return Err(Error::Concurrent { path: origin });
-    }
-    // Lock the replacement before it gets the name: a cchist that opens the path after the
-    // rename must wait until the carry-over below is done.
-    let new_lock = tmp
-        .file_ref()
-        .try_clone()
-        .and_then(|c| lock::lock_file(&c).map(|()| c))
-        .map_err(|e| Error::io(&origin, "lock", e))?;
-    let mut undoable = None;
-    if let Some((b, bpath)) = backup {
-        b.persist()
-            .map_err(|e| Error::io(&Origin::file(&bpath), "backup", e))?;
-        // A backup in cchist's own naming is one `undo` restores: note what this run wrote,
-        // so that undo can tell whether the file changed since.
-        if bpath.to_string_lossy().contains(BACKUP_MARK) {
-            undoable = Some(bpath);
-        }
-    }
-    tmp.persist().map_err(|e| Error::io(&origin, "rename", e))?;
-    // A writer that appended between the check and the rename wrote to the old inode, which
-    // now has no name (or only the backup's): carry those bytes over to the new file.
-    let carried = carry_over(&f.file, f.meta.len(), path)
-        .map_err(|e| Error::io(&origin, "carry over appended records", e))?;
-    if carried > 0 {
+    let done = replace::commit(path, &f, tmp, Replace::in_place(&f, backup, touch))?;
+    if done.carried > 0 {
         report
             .counters
-            .insert("bytes-appended-during-replace".into(), carried);
-    }
-    drop(new_lock);
-    if let Some(bpath) = undoable {
-        crate::claude::rewrite::record_written(path, &bpath)?;
+            .insert("bytes-appended-during-replace".into(), done.carried);
     }
     Ok(report)
-}
-
-/// Give the replacement the original's owner and group. Refuses (rather than silently handing
-/// a user's transcript to whoever ran cchist) when that is not permitted.
-fn keep_owner(tmp: &std::fs::File, was: &std::fs::Metadata, path: &Path) -> Result<()> {
-    let now = tmp
-        .metadata()
-        .map_err(|e| Error::io(&Origin::file(path), "stat", e))?;
-    if now.uid() == was.uid() && now.gid() == was.gid() {
-        return Ok(());
-    }
-    std::os::unix::fs::fchown(tmp, Some(was.uid()), Some(was.gid())).map_err(|e| {
-        Error::Other(format!(
-            "{}: owned by uid {} gid {}, and this user cannot give the replacement that owner ({e}); it was left untouched — run cchist as its owner",
-            path.display(),
-            was.uid(),
-            was.gid()
-        ))
-    })
-}
-
-/// Refuse to replace what an in-place write must not: a link (the rename would replace the
-/// link, not what it points to), anything but a regular file, and a file with other hard
-/// links unless `break_links` (the other names would keep the old content).
-fn check_replaceable(path: &Path, break_links: bool) -> Result<()> {
-    let origin = Origin::file(path);
-    let lmeta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
-    if lmeta.file_type().is_symlink() {
-        return Err(Error::Other(format!(
-            "{}: is a symbolic link; cchist does not replace links in place (pass the real file)",
-            path.display()
-        )));
-    }
-    if !lmeta.file_type().is_file() {
-        return Err(Error::Other(format!(
-            "{}: is not a regular file; cchist replaces only regular files in place",
-            path.display()
-        )));
-    }
-    if lmeta.nlink() > 1 && !break_links {
-        return Err(Error::Other(format!(
-            "{}: has {} hard links; replacing it would leave the other names with the old content (secrets included). Pass --break-hard-links to replace this name anyway, or process a copy",
-            path.display(),
-            lmeta.nlink()
-        )));
-    }
-    Ok(())
-}
-
-/// True when `now` (the path, just stat'ed) is not the file that was read as `then`.
-fn changed_since(now: &std::fs::Metadata, then: &std::fs::Metadata) -> bool {
-    now.len() != then.len()
-        || now.ino() != then.ino()
-        || now.dev() != then.dev()
-        || now.mtime() != then.mtime()
-        || now.mtime_nsec() != then.mtime_nsec()
-        || now.ctime() != then.ctime()
-        || now.ctime_nsec() != then.ctime_nsec()
-}
-
-/// Write the bytes that were read into a temp file that becomes `<path><suffix>` on persist:
-/// same mode, owner and mtime as the original. Written from the bytes read (not copied from
-/// the path), and renamed into place rather than opened by name, so a link planted at the
-/// backup's name is replaced, never followed.
-fn stage_backup(path: &Path, suffix: &str, f: &input::InputFile) -> Result<(AtomicFile, PathBuf)> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    let bpath = PathBuf::from(name);
-    let borigin = Origin::file(&bpath);
-    let mut b = AtomicFile::create(&bpath).map_err(|e| Error::io(&borigin, "backup", e))?;
-    b.write_all(&f.data)
-        .map_err(|e| Error::io(&borigin, "backup", e))?;
-    let _ = std::os::unix::fs::fchown(b.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
-    b.prepare(Some(f.meta.mode()), f.meta.modified().ok())
-        .map_err(|e| Error::io(&borigin, "backup", e))?;
-    Ok((b, bpath))
-}
-
-/// After `path` was replaced: append to it whatever a concurrent writer added to the old
-/// inode (`old`, which held `len` bytes at the last check). Waits briefly for a write in
-/// progress to end its line. Returns the number of bytes carried over.
-fn carry_over(old: &std::fs::File, len: u64, path: &Path) -> io::Result<u64> {
-    use std::os::unix::fs::FileExt;
-    let mut done = len;
-    let mut last_byte = b'\n';
-    let mut out: Option<std::fs::File> = None;
-    for _ in 0..200 {
-        let size = old.metadata()?.len();
-        if size <= done {
-            if last_byte == b'\n' {
-                break;
-            }
-            // A line in progress: give its writer a moment to finish it.
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            continue;
-        }
-        let mut buf = vec![0; (size - done) as usize];
-        old.read_exact_at(&mut buf, done)?;
-        let o = match &mut out {
-            Some(o) => o,
-            None => out.insert(std::fs::OpenOptions::new().append(true).open(path)?),
-        };
-        o.write_all(&buf)?;
-        last_byte = *buf.last().expect("non-empty");
-        done = size;
-    }
-    if let Some(o) = out {
-        o.sync_all()?;
-    }
-    Ok(done - len)
 }

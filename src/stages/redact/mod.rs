@@ -595,7 +595,7 @@ pub fn redact_text_file(
     };
     if let (Some(new), false) = (new, dry_run) {
         use std::os::unix::fs::PermissionsExt;
-        let mut tmp = crate::io::output::AtomicFile::create(path)?;
+        let mut tmp = crate::io::replace::temp(path)?;
         tmp.write_all(&new)?;
         tmp.commit(Some(meta.permissions().mode()), meta.modified().ok())?;
     }

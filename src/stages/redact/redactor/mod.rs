@@ -22,8 +22,8 @@ const MACHINE_KEY_FILE: &str = "cchist/redact.key";
 /// there is no config folder, it cannot be written, or the file is readable by others: a
 /// fingerprint keyed by a known key would let anyone confirm a guessed weak password.
 pub fn machine_key() -> Option<Vec<u8>> {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from)
@@ -52,18 +52,9 @@ pub fn machine_key() -> Option<Vec<u8>> {
         .ok()?;
     let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     // Written aside, then linked into place: a concurrent run either wins or reads ours.
-    let tmp = dir.join(format!(".redact.key.{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()));
-    let linked = written.and_then(|_| std::fs::hard_link(&tmp, &path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Some(hex.into_bytes()),
-        Err(_) => read(&path),
+    match crate::io::replace::persist_new(&path, format!("{hex}\n").as_bytes(), 0o600) {
+        Ok(true) => Some(hex.into_bytes()),
+        _ => read(&path),
     }
 }
 
