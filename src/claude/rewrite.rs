@@ -15,7 +15,7 @@ use crate::engine::runner::{self, Mode};
 use crate::error::{Error, Origin, Result};
 use crate::io::backup::{self, backups, UNDONE_MARK};
 use crate::io::input;
-use crate::io::input::Input;
+use crate::io::input::Treatment;
 use crate::io::output::{Sink, SpanWriter};
 use crate::io::replace::{self, Appended, Attrs, Owner, Replace};
 
@@ -77,10 +77,7 @@ pub fn mutate(
             break_links: false,
         };
         let rel = s.path.file_name().map(Into::into).unwrap_or_default();
-        let input = Input::File {
-            path: s.path.clone(),
-            rel,
-        };
+        let input = layout::input(s.path.clone(), rel);
         let report = runner::run_one(pipeline, &input, &mode)?;
         if !report.changed {
             return Ok((report, Written::Unchanged));
@@ -108,17 +105,19 @@ pub fn mutate(
 
 /// What the files of session `s` (backups aside) show of secrets, together.
 fn session_known(s: &SessionFile, pipeline: &Pipeline) -> crate::stages::redact::known::Known {
-    let members: Vec<PathBuf> = s
+    let members: Vec<layout::Member> = s
         .members()
         .into_iter()
         .filter(|m| m.part != Part::Backup)
-        .map(|m| m.path)
         .collect();
     if members.len() < 2 {
         return Default::default();
     }
-    let paths: Vec<&Path> = members.iter().map(PathBuf::as_path).collect();
-    runner::known_of_files(pipeline, &paths)
+    let files: Vec<(&Path, Treatment)> = members
+        .iter()
+        .map(|m| (m.path.as_path(), m.part.treatment()))
+        .collect();
+    runner::known_of_files(pipeline, &files)
 }
 
 /// Replace `to` (whose content was read, under its lock, as `was`) by a copy of `from`,
@@ -223,19 +222,19 @@ fn fork(
         }
         let origin = Origin::file(&m.path);
         let data = std::fs::read(&m.path).map_err(|e| Error::io(&origin, "read", e))?;
-        let data = match m.part {
-            Part::Subagent => {
+        let data = match m.part.treatment() {
+            Treatment::Records => {
                 let mut out = Vec::with_capacity(data.len());
                 let mut sink = SpanWriter::new(&mut out);
                 pipeline.run_buffer_known(&data, &origin, &mut sink, false, known)?;
                 drop(sink);
                 rewrite_session_id(&out, &old_ids, &id)
             }
-            Part::Document => pipeline
+            Treatment::Copy => pipeline
                 .run_copy_known(&data, &origin, known)?
                 .0
                 .unwrap_or(data),
-            _ => pipeline
+            Treatment::Text => pipeline
                 .run_text_known(&data, &origin, known)?
                 .0
                 .unwrap_or(data),

@@ -8,9 +8,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::engine::runner::{Mode, Treatment};
+use cchist::engine::runner::Mode;
 use cchist::error::ExitStatus;
 use cchist::io::input::Input;
+use cchist::io::input::Treatment;
 use cchist::stages::redact::{Redact, Redactor};
 use clap::Args;
 use serde_json::json;
@@ -135,7 +136,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         let root = cchist::claude::layout::config_root()?;
         for path in cchist::claude::hook_log::log_files(&root) {
             let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
-            walk.inputs.push(Input::File { path, rel });
+            walk.inputs.push(cchist::claude::layout::input(path, rel));
         }
     }
     let outcomes = super::progress::run_with_bar(
@@ -170,11 +171,17 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
             Ok(r) => {
                 scanned += 1;
                 let mut findings = r.findings.clone();
-                if let (Some(p), Input::File { path, .. }) = (&policy, &o.input) {
+                if let (
+                    Some(p),
+                    Input::File {
+                        path, treatment, ..
+                    },
+                ) = (&policy, &o.input)
+                {
                     findings.retain(|f| p.denies_rule(&f.rule));
                     // Structural policies concern transcripts; a session's other files
                     // (text, metadata, backups) are scanned for secrets only.
-                    if Treatment::of_path(path) == Treatment::Records {
+                    if *treatment == Treatment::Records {
                         match cchist::io::input::open(path) {
                             Ok(f) => findings.extend(p.evaluate(&f.data)),
                             Err(e) => errors.push((name.clone(), e.to_string())),
@@ -435,7 +442,7 @@ fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
     let mut backups = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(inputs.len());
     for inp in std::mem::take(inputs) {
-        let Input::File { path, rel } = &inp else {
+        let Input::File { path, rel, .. } = &inp else {
             out.push(inp);
             continue;
         };
@@ -458,7 +465,7 @@ fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
             backups.insert(c.clone());
             if seen.insert(c.clone()) {
                 let rel = rel.with_file_name(c.file_name().unwrap_or_default());
-                out.push(Input::File { path: c, rel });
+                out.push(cchist::claude::layout::input(c, rel));
             }
         }
     }

@@ -10,7 +10,7 @@
 use super::print::say;
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -23,7 +23,6 @@ use cchist::engine::pipeline::{OnInvalid, Pipeline};
 use cchist::engine::runner::{self, Mode};
 use cchist::error::{ExitStatus, Origin};
 use cchist::io::framing;
-use cchist::io::input::Input;
 use cchist::io::output::{Sink, SpanWriter};
 use cchist::stages;
 use cchist::transcript::record::Record;
@@ -183,14 +182,15 @@ fn session_end(inp: &HookInput, spec: &str, fence: &Fence) -> anyhow::Result<Don
     let (files, refused) = fence.members(&transcript);
     let (mut failures, mut changed) = (Vec::new(), 0);
     // One set of known secrets for the whole session: what one file showed is replaced in all.
-    let paths: Vec<&std::path::Path> = files.iter().map(|m| m.path.as_path()).collect();
+    let paths: Vec<(&std::path::Path, cchist::io::input::Treatment)> = files
+        .iter()
+        .map(|m| (m.path.as_path(), m.part.treatment()))
+        .collect();
     let seed = runner::known_of_files(&file.pipeline, &paths);
+    let session = SessionFile::from_path(&transcript);
     for m in &files {
         let rel = m.path.file_name().map(Into::into).unwrap_or_default();
-        let input = Input::File {
-            path: m.path.clone(),
-            rel,
-        };
+        let input = cchist::claude::layout::member_input(m.clone(), rel, &session);
         match runner::run_one_known(&file.pipeline, &input, &mode, &seed) {
             Ok(r) => changed += usize::from(r.changed),
             Err(e) => failures.push(e.to_string()),
@@ -407,14 +407,7 @@ fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> anyhow::Result<St
         list.push((stages::relink::DEF.build)(toml::Table::new())?);
     }
     let p = Pipeline::new(list, OnInvalid::Keep, "stop-hook fork".into());
-    let s = SessionFile {
-        id: path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        path: path.to_path_buf(),
-        project_dir: path.parent().map(PathBuf::from).unwrap_or_default(),
-    };
+    let s = SessionFile::from_path(path);
     let opts = MutateOptions {
         fork: true,
         ..Default::default()

@@ -6,7 +6,7 @@ use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::diff::{Event, Trace};
+use crate::engine::trace::{Event, Trace, Tracer};
 use crate::error::{Error, Origin, Result};
 use crate::findings::Finding;
 use crate::io::output::{Recording, Sink};
@@ -194,9 +194,8 @@ impl Pipeline {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = self.new_cx(origin, seed);
-        if trace {
-            cx.trace = Some(Box::default());
-        }
+        // The trace is the run's, not the stages': they never see it.
+        let mut trace: Tracer = trace.then(Box::default);
         let pass = self.secret_pass();
         let mut recording = Recording::new(data);
         {
@@ -207,9 +206,9 @@ impl Pipeline {
             };
             let mut out = Out::new(target, data);
             if self.needs_session() {
-                self.run_session(data, &mut cx, &mut report, &mut out)?;
+                self.run_session(data, &mut cx, &mut trace, &mut report, &mut out)?;
             } else {
-                self.run_records(data, 1, &mut cx, &mut report, &mut out)?;
+                self.run_records(data, 1, &mut cx, &mut trace, &mut report, &mut out)?;
             }
             out.flush().map_err(|e| Error::io(origin, "write", e))?;
         }
@@ -219,7 +218,7 @@ impl Pipeline {
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
         report.counters = cx.counters;
-        Ok((report, cx.trace, cx.known))
+        Ok((report, trace, cx.known))
     }
 
     /// The secrets the stages that find them see in `data` (as text when `text`, else line
@@ -631,14 +630,14 @@ impl Pipeline {
             report.bytes_in += chunk.len() as u64;
             if pass == Secrets::Ignores {
                 let mut out = Out::new(sink, chunk);
-                self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
+                self.run_records(chunk, first, &mut cx, &mut None, &mut report, &mut out)?;
                 out.flush().map_err(|e| Error::io(origin, "write", e))?;
             } else {
                 // Past the buffer, forward only: what a chunk shows is known from it on.
                 let mut recording = Recording::new(chunk);
                 {
                     let mut out = Out::new(&mut recording, chunk);
-                    self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
+                    self.run_records(chunk, first, &mut cx, &mut None, &mut report, &mut out)?;
                     out.flush().map_err(|e| Error::io(origin, "write", e))?;
                 }
                 self.write_known(recording.pieces(), first, pass, &mut cx, &mut report, sink)?;
@@ -658,6 +657,7 @@ impl Pipeline {
         data: &[u8],
         first_line: usize,
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
         out: &mut Out<'_, '_>,
     ) -> Result<()> {
@@ -666,12 +666,12 @@ impl Pipeline {
             report.records += 1;
             if self.check_lines() && !self.line_is_valid(&rec, report) {
                 // Invalid lines reach only the stages that handle any text (redaction).
-                self.apply_opaque_stages(&mut rec, cx, report)?;
-                self.put(out, &rec, cx, report)?;
+                self.apply_opaque_stages(&mut rec, cx, trace, report)?;
+                self.put(out, &rec, cx, trace, report)?;
                 continue;
             }
-            if self.apply_record_stages(&mut rec, cx, report)? {
-                self.put(out, &rec, cx, report)?;
+            if self.apply_record_stages(&mut rec, cx, trace, report)? {
+                self.put(out, &rec, cx, trace, report)?;
             } else {
                 report.changed = true;
             }
@@ -699,6 +699,7 @@ impl Pipeline {
         &self,
         rec: &mut Record<'_>,
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
     ) -> Result<()> {
         for (i, stage) in self.stages.iter().enumerate() {
@@ -707,7 +708,7 @@ impl Pipeline {
             if rec.edits() != before {
                 report.stages[i].1.changed += 1;
                 report.changed = true;
-                Trace::note(cx, rec.id(), rec.line, i, Event::Changed);
+                Trace::note(trace, rec.id(), rec.line, i, Event::Changed);
             }
         }
         Ok(())
@@ -718,6 +719,7 @@ impl Pipeline {
         &self,
         rec: &mut Record<'_>,
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
     ) -> Result<bool> {
         for (i, stage) in self.stages.iter().enumerate() {
@@ -726,12 +728,12 @@ impl Pipeline {
             let stats = &mut report.stages[i].1;
             if verdict == Verdict::Drop {
                 stats.dropped += 1;
-                Trace::note(cx, rec.id(), rec.line, i, Event::Dropped);
+                Trace::note(trace, rec.id(), rec.line, i, Event::Dropped);
                 return Ok(false);
             }
             if rec.edits() != before {
                 stats.changed += 1;
-                Trace::note(cx, rec.id(), rec.line, i, Event::Changed);
+                Trace::note(trace, rec.id(), rec.line, i, Event::Changed);
             }
         }
         Ok(true)
@@ -742,11 +744,12 @@ impl Pipeline {
         out: &mut Out<'_, '_>,
         rec: &Record<'_>,
         cx: &Cx,
+        trace: &Tracer,
         report: &mut FileReport,
     ) -> Result<()> {
         report.records_out += 1;
         report.bytes_out += rec.output_len();
-        if let Some(t) = cx.trace.as_deref() {
+        if let Some(t) = trace.as_deref() {
             t.output(rec);
         }
         if rec.is_changed() {
@@ -759,6 +762,7 @@ impl Pipeline {
         &self,
         data: &[u8],
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
         out: &mut Out<'_, '_>,
     ) -> Result<()> {
@@ -788,7 +792,7 @@ impl Pipeline {
             if rec.term == framing::Term::None && check_json(rec.raw()).is_err() {
                 // It stays last, but redaction still reaches it as text.
                 let mut rec = rec;
-                self.apply_opaque_stages(&mut rec, cx, report)?;
+                self.apply_opaque_stages(&mut rec, cx, trace, report)?;
                 partial_tail = Some(rec);
                 continue;
             }
@@ -796,7 +800,7 @@ impl Pipeline {
                 records.push(rec);
             } else {
                 let mut rec = rec;
-                self.apply_opaque_stages(&mut rec, cx, report)?;
+                self.apply_opaque_stages(&mut rec, cx, trace, report)?;
                 opaque.push((records.last().map(Record::id), rec));
             }
         }
@@ -806,8 +810,7 @@ impl Pipeline {
         for (i, stage) in self.stages.iter().enumerate() {
             let before = EditsBefore::new(&session.records);
             // With a trace, the lines of the records before the stage (to name the dropped).
-            let lines: Option<Vec<(u64, usize)>> = cx
-                .trace
+            let lines: Option<Vec<(u64, usize)>> = trace
                 .is_some()
                 .then(|| session.records.iter().map(|r| (r.id(), r.line)).collect());
             stage.session(&mut session, cx)?;
@@ -822,13 +825,13 @@ impl Pipeline {
                 match before.get(r.id(), &mut cursor) {
                     None => {
                         stats.added += 1;
-                        Trace::note(cx, r.id(), r.line, i, Event::Added);
+                        Trace::note(trace, r.id(), r.line, i, Event::Added);
                     }
                     Some(e) => {
                         kept += 1;
                         if e != r.edits() {
                             stats.changed += 1;
-                            Trace::note(cx, r.id(), r.line, i, Event::Changed);
+                            Trace::note(trace, r.id(), r.line, i, Event::Changed);
                         }
                     }
                 }
@@ -836,7 +839,7 @@ impl Pipeline {
             if let (Some(lines), Some(alive)) = (lines, alive) {
                 for (id, line) in lines {
                     if !alive.contains(&id) {
-                        Trace::note(cx, id, line, i, Event::Dropped);
+                        Trace::note(trace, id, line, i, Event::Dropped);
                     }
                 }
             }
@@ -890,7 +893,7 @@ impl Pipeline {
                     .map_err(|e| Error::io(&cx.origin, "write", e))?;
             }
             open_line = rec.term == framing::Term::None;
-            self.put(out, rec, cx, report)
+            self.put(out, rec, cx, trace, report)
         };
         for (_, rec) in &opaque[lines_after(None)] {
             emit(rec, out, report)?;

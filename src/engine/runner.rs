@@ -9,8 +9,7 @@ use rayon::prelude::*;
 
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
-use crate::io::backup::BACKUP_MARK;
-use crate::io::input::{self, Input};
+use crate::io::input::{self, Input, Treatment};
 use crate::io::output::{LazySink, Sink, SpanWriter};
 use crate::io::replace::{self, Attrs, Replace};
 use crate::stages::redact::known::Known;
@@ -100,19 +99,16 @@ pub struct Outcome {
 /// The secrets the files at `paths` show, together ([`Pipeline::known_in`] of each, run in
 /// parallel): what a session knows before any of its files is written. A file that cannot be
 /// read adds nothing (running it reports the error).
-pub fn known_of_files(pipeline: &Pipeline, paths: &[&Path]) -> Known {
+pub fn known_of_files(pipeline: &Pipeline, files: &[(&Path, Treatment)]) -> Known {
     if pipeline.secret_pass() == Secrets::Ignores {
         return Known::default();
     }
-    let each: Vec<Known> = paths
+    let each: Vec<Known> = files
         .par_iter()
-        .map(|p| {
+        .map(|&(p, t)| {
             let origin = Origin::file(p);
             input::open(p)
-                .and_then(|f| {
-                    let text = Treatment::of_path(p) == Treatment::Text;
-                    pipeline.known_in(&f.data, text, &origin)
-                })
+                .and_then(|f| pipeline.known_in(&f.data, t == Treatment::Text, &origin))
                 .unwrap_or_default()
         })
         .collect();
@@ -121,21 +117,6 @@ pub fn known_of_files(pipeline: &Pipeline, paths: &[&Path]) -> Known {
         all.merge(k);
     }
     all
-}
-
-/// The transcript of the session a file belongs to: any file at any depth under
-/// `<project>/<id>/` (a sub-agent's backup, a nested companion) belongs to `<project>/<id>.jsonl`;
-/// otherwise as [`crate::claude::layout::owning_session_of`] says.
-fn session_of(path: &Path) -> PathBuf {
-    for dir in path.ancestors().skip(1).take(4) {
-        if dir.file_name().is_some() {
-            let main = dir.with_extension("jsonl");
-            if main != path && main.is_file() {
-                return main;
-            }
-        }
-    }
-    crate::claude::layout::owning_session_of(path).path
 }
 
 /// For each input, the secrets of the other inputs of its session (or project, as
@@ -155,8 +136,8 @@ fn seeds(
     }
     let mut groups: BTreeMap<PathBuf, Vec<usize>> = BTreeMap::new();
     for (i, inp) in inputs.iter().enumerate() {
-        if let Input::File { path, .. } = inp {
-            let main = session_of(path);
+        if let Input::File { session, .. } = inp {
+            let main = session.clone();
             let key = match propagate {
                 Propagate::Session => main,
                 Propagate::Project => main.parent().map(Path::to_path_buf).unwrap_or(main),
@@ -165,10 +146,12 @@ fn seeds(
         }
     }
     for members in groups.values().filter(|m| m.len() > 1) {
-        let paths: Vec<&Path> = members
+        let paths: Vec<(&Path, Treatment)> = members
             .iter()
             .filter_map(|&i| match &inputs[i] {
-                Input::File { path, .. } => Some(path.as_path()),
+                Input::File {
+                    path, treatment, ..
+                } => Some((path.as_path(), *treatment)),
                 Input::Stdin => None,
             })
             .collect();
@@ -261,8 +244,11 @@ fn run_one_to_known(
     seed: &Known,
 ) -> Result<FileReport> {
     let origin = inp.origin();
-    if let Input::File { path, .. } = inp {
-        match Treatment::of_path(path) {
+    if let Input::File {
+        path, treatment, ..
+    } = inp
+    {
+        match *treatment {
             Treatment::Records => {}
             t => {
                 let f = input::open(path)?;
@@ -294,37 +280,6 @@ fn run_one_to_known(
     Ok(report)
 }
 
-/// How a file is run, judged by its name: a session's files other than its transcripts
-/// (`claude::layout::Part`) are not records to transform. Text is redacted as text; backups and
-/// JSON documents get only the stages that apply to copies ([`Pipeline::run_copy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Treatment {
-    /// A transcript (`*.jsonl`): every stage.
-    Records,
-    /// Plain text (`tool-results/*.txt` and other companion files): the text transformation,
-    /// which leaves a binary file byte for byte ([`Pipeline::run_text`]).
-    Text,
-    /// A copy of a session (`*.cchist-bak.*`) or a JSON document (`*.meta.json`).
-    Copy,
-}
-
-impl Treatment {
-    /// The treatment of the file at `path`.
-    pub fn of_path(path: &Path) -> Treatment {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default();
-        if name.contains(BACKUP_MARK) || name.ends_with(".json") {
-            Treatment::Copy
-        } else if name.ends_with(".jsonl") {
-            Treatment::Records
-        } else {
-            Treatment::Text
-        }
-    }
-}
-
 /// Run `pipeline` on one input in a file-writing mode.
 pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileReport> {
     run_one_known(pipeline, inp, mode, &Known::default())
@@ -339,8 +294,14 @@ pub fn run_one_known(
     seed: &Known,
 ) -> Result<FileReport> {
     let origin = inp.origin();
-    if let Input::File { path, rel } = inp {
-        match Treatment::of_path(path) {
+    if let Input::File {
+        path,
+        rel,
+        treatment,
+        ..
+    } = inp
+    {
+        match treatment {
             Treatment::Records => {}
             Treatment::Text => {
                 return run_whole_file(pipeline, path, rel, mode, &|p, d, o| {
@@ -354,7 +315,7 @@ pub fn run_one_known(
             }
         }
     }
-    let Input::File { path, rel } = inp else {
+    let Input::File { path, rel, .. } = inp else {
         return match mode {
             Mode::DryRun => {
                 let mut sink = NullSink;

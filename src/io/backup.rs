@@ -181,10 +181,14 @@ fn fingerprint(bytes: &[u8]) -> Fingerprint {
 pub fn record_written(path: &Path, backup: &Path) -> Result<()> {
     let data = std::fs::read(path).map_err(|e| Error::io(&Origin::file(path), "read", e))?;
     let rec = written_record(backup);
-    let mut text = Vec::new();
-    serde_json::to_writer(&mut text, &fingerprint(&data))
-        .map_err(|e| Error::io(&Origin::file(&rec), "write", e.into()))?;
-    crate::io::replace::write_file(&rec, &text, &crate::io::replace::Attrs::private())
+    let o = Origin::file(&rec);
+    // Beside the backup, never replacing a transcript: the plain temp-and-rename suffices
+    // (and keeps this below `replace`, which calls it).
+    let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
+    serde_json::to_writer(&mut tmp, &fingerprint(&data))
+        .map_err(|e| Error::io(&o, "write", e.into()))?;
+    tmp.commit(Some(0o600), None)
+        .map_err(|e| Error::io(&o, "rename", e))
 }
 
 /// How `now` (the file as it is) differs from what the edit that left `backup` wrote: `None`

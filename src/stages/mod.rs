@@ -56,9 +56,6 @@ pub struct Cx {
     pub findings: Vec<Finding>,
     /// Free-form counters a stage wants to report (e.g. `redactions`).
     pub counters: BTreeMap<String, u64>,
-    /// What each stage did to each record, when a `--diff` preview asked for it (the
-    /// pipeline fills it; stages leave it alone).
-    pub trace: Option<Box<crate::engine::diff::Trace>>,
     /// The secrets found so far (by a stage that [`Stage::collects_secrets`]), and those the
     /// run started with (the session's other files, `--known-values`).
     pub known: crate::stages::redact::known::Known,
@@ -71,7 +68,6 @@ impl Cx {
             origin,
             findings: Vec::new(),
             counters: BTreeMap::new(),
-            trace: None,
             known: Default::default(),
         }
     }

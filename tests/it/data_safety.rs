@@ -572,7 +572,6 @@ impl cchist::stages::Stage for Truncate {
 #[test]
 fn truncation_during_an_in_place_run_is_not_a_crash() {
     use cchist::engine::{pipeline::Pipeline, runner};
-    use cchist::io::input::Input;
     let d = tempfile::tempdir().unwrap();
     let mut bytes = Vec::new();
     while bytes.len() < 4 << 20 {
@@ -589,10 +588,7 @@ fn truncation_during_an_in_place_run_is_not_a_crash() {
         touch: false,
         break_links: false,
     };
-    let inp = Input::File {
-        path: p.clone(),
-        rel: format!("{ID}.jsonl").into(),
-    };
+    let inp = cchist::claude::layout::input(p.clone(), format!("{ID}.jsonl").into());
     // Reaching the assertion at all is the point: a mapped input faults before it.
     let r = runner::run_one(&pipeline, &inp, &mode);
     assert!(

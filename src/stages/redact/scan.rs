@@ -27,7 +27,7 @@ use regex_automata::Input;
 use super::checks::{placeholder, Check, Ctx};
 use super::confirm::confirm;
 use super::rules::{Confirm, Kw};
-use super::teddy::{self, Teddy};
+use super::teddy::{self, fold, folded_eq, Teddy};
 
 /// A compiled rule.
 #[derive(Debug)]
@@ -511,17 +511,6 @@ pub const ESCAPE: u32 = u32::MAX;
 
 thread_local! {
     static FOLDED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-#[inline(always)]
-fn fold(b: u8) -> u8 {
-    b | 0x20
-}
-
-/// `text` starts with the folded `anchor` once folded.
-#[inline(always)]
-pub(super) fn folded_eq(text: &[u8], anchor: &[u8]) -> bool {
-    text.len() >= anchor.len() && text.iter().zip(anchor).all(|(&t, &a)| fold(t) == a)
 }
 
 impl Engine {
