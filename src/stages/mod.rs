@@ -9,14 +9,15 @@ use std::collections::BTreeMap;
 
 pub mod drop_tool_noise;
 pub mod edit;
+pub mod finding;
 pub mod redact;
 pub mod relink;
 pub mod summarize;
 
 use crate::error::{OptionError, Origin, Result};
-use crate::findings::Finding;
 use crate::transcript::record::Record;
 use crate::transcript::session::Session;
+pub use finding::Finding;
 
 /// Whether a stage needs one record or the whole session at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

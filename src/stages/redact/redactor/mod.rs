@@ -7,6 +7,7 @@ use regex::bytes::Regex;
 use sha2::Sha256;
 
 use super::json::{self, esc, Frame, PathGlob, Seg, Tok};
+use super::known::SecretBytes;
 use super::scan::{self, Compiled, Engine, Found, Hit};
 use super::{checks, rules, RedactOptions, KEY_ENV};
 use crate::error::OptionError;
@@ -81,30 +82,6 @@ pub struct LineFinding {
     /// The secret itself, kept in memory only: its other occurrences in the session are
     /// replaced too ([`super::known`]). Never printed (its `Debug` shows the length).
     pub secret: SecretBytes,
-}
-
-/// The bytes of a secret a rule confirmed. `Debug` shows only their length, so that no report,
-/// log or panic message can hold them.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SecretBytes(pub Box<[u8]>);
-
-impl SecretBytes {
-    /// A copy of `b`.
-    pub fn new(b: &[u8]) -> SecretBytes {
-        SecretBytes(b.into())
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for SecretBytes {
-    fn borrow(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SecretBytes({} bytes)", self.0.len())
-    }
 }
 
 /// The outcome for one line.
