@@ -14,6 +14,7 @@ use crate::error::OptionError;
 use crate::transcript::record::Record;
 
 mod line;
+mod splice;
 
 /// Where the per-machine fingerprint key lives, under the user's config folder.
 const MACHINE_KEY_FILE: &str = "cchist/redact.key";
