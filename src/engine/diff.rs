@@ -1,6 +1,6 @@
 //! `--diff`: what a pipeline would change, record by record, without writing anything.
 //!
-//! The pipeline runs as it would for real, into memory, with a [`Trace`] in its context: each
+//! The pipeline runs as it would for real, into memory, with a [`Trace`](crate::engine::trace::Trace) beside it: each
 //! stage's verdict on each record (changed, dropped, added) is noted where the pipeline
 //! already compares a record before and after the stage, and every record written is noted
 //! with its bytes when they are not the input's. The preview ([`FileDiff`]) then lists, in
@@ -110,7 +110,7 @@ impl FileDiff {
 
     /// The preview with every string taken from the input through the default redaction
     /// rules: a uuid, type or file name may be a pasted secret short enough to pass the
-    /// shape checks of [`header_of`] (an AWS key id reads as a field name), and a preview is
+    /// shape checks of `header_of` (an AWS key id reads as a field name), and a preview is
     /// meant to be shared.
     pub fn shown(mut self) -> FileDiff {
         let shown = |s: &mut String| {

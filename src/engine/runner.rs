@@ -286,7 +286,7 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
 }
 
 /// [`run_one`] knowing the secrets `seed`: those of the other files of the input's session
-/// ([`session_known`]), replaced wherever they occur in this one.
+/// (the session's files, [`known_of_files`]), replaced wherever they occur in this one.
 pub fn run_one_known(
     pipeline: &Pipeline,
     inp: &Input,

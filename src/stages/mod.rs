@@ -3,7 +3,7 @@
 //! A stage is built once from its options (validated before any data flows) and shared by every
 //! worker thread, so it takes `&self`; what it counts or finds for one file goes into [`Cx`].
 //! Record-scoped stages see one record at a time and let the pipeline stream; a session-scoped
-//! stage makes the pipeline buffer the whole file as a [`Session`](crate::transcript::session::Session).
+//! stage makes the pipeline buffer the whole file as a [`Session`].
 
 use std::collections::BTreeMap;
 
@@ -57,7 +57,7 @@ pub struct Cx {
     pub findings: Vec<Finding>,
     /// Free-form counters a stage wants to report (e.g. `redactions`).
     pub counters: BTreeMap<String, u64>,
-    /// The secrets found so far (by a stage that [`Stage::collects_secrets`]), and those the
+    /// The secrets found so far (by a stage whose [`Stage::secrets`] is not `Ignores`), and those the
     /// run started with (the session's other files, `--known-values`).
     pub known: crate::stages::redact::known::Known,
 }

@@ -2,7 +2,7 @@
 //!
 //! **Prefilter.** Every keyword of every rule is folded (`byte | 0x20`, which maps upper- to
 //! lower-case letters) and its anchor is searched for in one SIMD pass over the text as it is
-//! ([`super::teddy`]); on a CPU without AVX2, in the folded text with SIMD Teddy searchers of at
+//! (`teddy`); on a CPU without AVX2, in the folded text with SIMD Teddy searchers of at
 //! most 16 patterns each (`aho_corasick::packed`) and a pass over rare punctuation bytes. A keyword contained in a longer one serves as the
 //! longer one's anchor. Each occurrence is then checked exactly (case-sensitively unless the
 //! keyword is case-insensitive) and its rule's [`Confirm`] looks at what follows it. Folding
