@@ -40,7 +40,6 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 pub use crate::claude::fence::{read_bounded, Fence, Refusal, MAX_READ_BYTES};
-pub use crate::claude::hook_handle::{handle, AutoFit, Outcome, OutcomeKind};
 use crate::error::{Error, Result};
 use crate::io::framing;
 use crate::transcript::record::Kind;

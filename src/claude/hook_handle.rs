@@ -16,7 +16,6 @@ use crate::engine::pipeline::{OnInvalid, Pipeline};
 use crate::engine::runner::{self, Mode};
 use crate::error::{Error, Origin, Result};
 use crate::io::framing;
-use crate::io::input::Input;
 use crate::io::output::{Sink, SpanWriter};
 use crate::stages;
 use crate::stages::edit::{EditStage, Op, OpsDoc};
@@ -142,14 +141,15 @@ fn session_end(inp: &HookInput, spec: &str, fence: &Fence) -> Result<Outcome> {
     let (files, refused) = fence.members(&transcript);
     let (mut failures, mut changed) = (Vec::new(), 0);
     // One set of known secrets for the whole session: what one file showed is replaced in all.
-    let paths: Vec<&std::path::Path> = files.iter().map(|m| m.path.as_path()).collect();
+    let paths: Vec<(&std::path::Path, crate::io::input::Treatment)> = files
+        .iter()
+        .map(|m| (m.path.as_path(), m.part.treatment()))
+        .collect();
     let seed = runner::known_of_files(&file.pipeline, &paths);
+    let session = crate::claude::layout::SessionFile::from_path(&transcript);
     for m in &files {
         let rel = m.path.file_name().map(Into::into).unwrap_or_default();
-        let input = Input::File {
-            path: m.path.clone(),
-            rel,
-        };
+        let input = crate::claude::layout::member_input(m.clone(), rel, &session);
         match runner::run_one_known(&file.pipeline, &input, &mode, &seed) {
             Ok(r) => changed += usize::from(r.changed),
             Err(e) => failures.push(e.to_string()),
@@ -620,7 +620,10 @@ fn post_compact(inp: &HookInput, spec: &str, fence: &Fence) -> Result<Outcome> {
         Err(Refusal::Outside(why)) => return Ok(Outcome::new(OutcomeKind::Refused, why)),
     };
     let (files, _) = fence.members(&transcript);
-    let paths: Vec<&Path> = files.iter().map(|m| m.path.as_path()).collect();
+    let paths: Vec<(&Path, crate::io::input::Treatment)> = files
+        .iter()
+        .map(|m| (m.path.as_path(), m.part.treatment()))
+        .collect();
     let seed = runner::known_of_files(&file.pipeline, &paths);
     let origin = Origin::file(&transcript);
     let text = match file

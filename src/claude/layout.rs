@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Origin, Result};
-use crate::io::output::{is_temp_name, BACKUP_MARK};
+use crate::io::backup::{backups, BACKUP_MARK};
+use crate::io::input::{Input, Treatment};
+use crate::io::output::is_temp_name;
 
 /// The Claude Code config root: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
 pub fn config_root() -> Result<PathBuf> {
@@ -108,6 +110,104 @@ impl Part {
     pub fn is_transcript(self) -> bool {
         matches!(self, Part::Main | Part::Subagent)
     }
+
+    /// How a pipeline runs a file of this part.
+    pub fn treatment(self) -> Treatment {
+        match self {
+            Part::Main | Part::Subagent => Treatment::Records,
+            Part::Text => Treatment::Text,
+            Part::Document | Part::Backup => Treatment::Copy,
+        }
+    }
+
+    /// The part of a file named `name` in the folder named `dir`, of a session's companion
+    /// folder when `companion`: the one rule every classification goes by.
+    fn of_name(name: &str, dir: Option<&std::ffi::OsStr>, companion: bool) -> Part {
+        if name.contains(BACKUP_MARK) {
+            Part::Backup
+        } else if name.ends_with(".json") {
+            Part::Document
+        } else if name.ends_with(".jsonl") {
+            // In a companion folder only `subagents/` holds transcripts: a `.jsonl` under
+            // `tool-results/` is a tool's output, text like the others there.
+            if !companion {
+                Part::Main
+            } else if dir.is_some_and(|d| d == "subagents") {
+                Part::Subagent
+            } else {
+                Part::Text
+            }
+        } else {
+            Part::Text
+        }
+    }
+}
+
+/// What a file is and whose: its [`Part`] and the session it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// What part of its session it is.
+    pub part: Part,
+    /// The session (for a file that belongs to none, the file taken as one).
+    pub session: SessionFile,
+}
+
+/// The one classifier of session files, by Claude Code's layout: any file at any depth under
+/// `<project>/<id>/` (a sub-agent, a tool result, a nested companion, their backups) belongs to
+/// `<project>/<id>.jsonl` when that exists; a cchist backup (`<id>.jsonl.cchist-bak.<time>`)
+/// to the file it copies; any other file stands for itself.
+pub fn classify(path: &Path) -> Place {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = path.parent().and_then(Path::file_name);
+    for d in path.ancestors().skip(1).take(4) {
+        if d.file_name().is_some() {
+            let main = d.with_extension("jsonl");
+            if main != path && main.is_file() {
+                return Place {
+                    part: Part::of_name(&name, dir, true),
+                    session: SessionFile::from_path(&main),
+                };
+            }
+        }
+    }
+    let part = Part::of_name(&name, dir, false);
+    if let Some((main, _)) = name.split_once(BACKUP_MARK) {
+        let session = path.with_file_name(main);
+        if session.is_file() {
+            return Place {
+                part,
+                session: SessionFile::from_path(&session),
+            };
+        }
+    }
+    Place {
+        part,
+        session: SessionFile::from_path(path),
+    }
+}
+
+/// The input for the file at `path` (`rel` to the argument it was found under), classified.
+pub fn input(path: PathBuf, rel: PathBuf) -> Input {
+    let place = classify(&path);
+    Input::File {
+        treatment: place.part.treatment(),
+        session: place.session.path,
+        path,
+        rel,
+    }
+}
+
+/// The input for `m`, a member of `session` (already classified by [`SessionFile::members`]).
+pub fn member_input(m: Member, rel: PathBuf, session: &SessionFile) -> Input {
+    Input::File {
+        treatment: m.part.treatment(),
+        session: session.path.clone(),
+        path: m.path,
+        rel,
+    }
 }
 
 /// One file of a session.
@@ -139,21 +239,8 @@ impl SessionFile {
     /// its backups, or a file in its companion folder (`<p>/<id>/subagents/…`,
     /// `<p>/<id>/tool-results/…`).
     pub fn owning(projects: &Path, path: &Path) -> Option<SessionFile> {
-        let rel = path.strip_prefix(projects).ok()?;
-        let mut parts = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned());
-        let project = parts.next()?;
-        let first = parts.next()?;
-        let first = first.split(BACKUP_MARK).next().unwrap_or(&first);
-        let id = first.strip_suffix(".jsonl").unwrap_or(first).to_string();
-        let project_dir = projects.join(&project);
-        let file = project_dir.join(format!("{id}.jsonl"));
-        file.is_file().then_some(SessionFile {
-            id,
-            path: file,
-            project_dir,
-        })
+        let s = classify(path).session;
+        (s.project_dir.parent() == Some(projects) && s.path.is_file()).then_some(s)
     }
 
     /// The session's companion folder (`subagents/`, `tool-results/`), which may not exist.
@@ -220,65 +307,9 @@ fn collect_companions(dir: &Path, out: &mut Vec<Member>) {
         if !ft.is_file() || name.contains(BACKUP_MARK) || is_temp_name(&name) {
             continue;
         }
-        let in_subagents = dir.file_name().is_some_and(|n| n == "subagents");
-        let part = if name.ends_with(".jsonl") && in_subagents {
-            Part::Subagent
-        } else if name.ends_with(".json") {
-            Part::Document
-        } else {
-            Part::Text
-        };
+        let part = Part::of_name(&name, dir.file_name(), true);
         out.push(Member { path, part });
     }
-}
-
-/// cchist's backups of `path` (`<path>.cchist-bak.<stamp>`), oldest first.
-pub fn backups(path: &Path) -> Vec<PathBuf> {
-    beside(path, |name, n| {
-        n.starts_with(&format!("{name}{BACKUP_MARK}"))
-    })
-}
-
-/// The other copies of `path` beside it: every regular file whose name is `path`'s name
-/// followed by anything — what `--backup=SUFFIX` writes (`.bak`, `~`, `-orig`, any suffix),
-/// what a forced undo replaced (`.cchist-undone.<time>`) — except cchist's undoable backups
-/// ([`backups`], which undo restores) and temp files; sorted by name. Each holds the
-/// session as it was, secrets included, so `check` scans them and `backups list` lists them.
-pub fn copies(path: &Path) -> Vec<PathBuf> {
-    beside(path, |name, n| {
-        n.len() > name.len()
-            && n.starts_with(name)
-            && !n.starts_with(&format!("{name}{BACKUP_MARK}"))
-    })
-}
-
-/// The regular files in `path`'s folder (temp files aside) whose name `keep(path's name,
-/// theirs)` accepts, sorted by name: the one walk behind [`backups`] and [`copies`].
-fn beside(path: &Path, keep: impl Fn(&str, &str) -> bool) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (
-        path.parent(),
-        path.file_name().map(|n| n.to_string_lossy().into_owned()),
-    ) else {
-        return Vec::new();
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            keep(&name, &n) && !is_temp_name(&n)
-        })
-        .map(|e| path.with_file_name(e.file_name()))
-        .collect();
-    v.sort();
-    v
 }
 
 /// Every main session under `projects`, sorted by project folder then id. Sub-agent files
@@ -325,11 +356,7 @@ pub fn sessions_in(project_dir: &Path) -> Result<Vec<SessionFile>> {
         {
             continue;
         }
-        out.push(SessionFile {
-            id: name.trim_end_matches(".jsonl").to_string(),
-            path: path.clone(),
-            project_dir: project_dir.to_path_buf(),
-        });
+        out.push(SessionFile::from_path(&path));
     }
     out.sort();
     Ok(out)
@@ -429,35 +456,6 @@ pub fn first_cwd(path: &Path) -> Option<String> {
     None
 }
 
-/// The main session a file belongs to, going by Claude Code's layout alone: a companion file
-/// (`<project>/<id>/subagents/…`, `<project>/<id>/tool-results/…`) belongs to
-/// `<project>/<id>.jsonl` when that file exists; any other file stands for itself.
-pub fn owning_session_of(path: &Path) -> SessionFile {
-    let companion = path
-        .parent()
-        .filter(|d| {
-            d.file_name()
-                .is_some_and(|n| n == "subagents" || n == "tool-results")
-        })
-        .and_then(Path::parent);
-    // A cchist backup (`<id>.jsonl.cchist-bak.<time>`) belongs to the transcript it copies.
-    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-        if let Some((main, _)) = name.split_once(BACKUP_MARK) {
-            let session = path.with_file_name(main);
-            if session.is_file() {
-                return SessionFile::from_path(&session);
-            }
-        }
-    }
-    if let Some(dir) = companion {
-        let session = dir.with_extension("jsonl");
-        if dir.file_name().is_some() && session.is_file() {
-            return SessionFile::from_path(&session);
-        }
-    }
-    SessionFile::from_path(path)
-}
-
 /// How recently a session must have been written to count as live.
 pub const LIVE_WINDOW: Duration = Duration::from_secs(60);
 
@@ -540,6 +538,49 @@ mod tests {
         let n = project_folder_name(&long);
         assert!(n.starts_with(&format!("-{}", "x".repeat(199))));
         assert!(n.len() > 201 && n.as_bytes()[200] == b'-');
+    }
+
+    #[test]
+    fn one_classifier_places_every_file_of_a_session() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("projects/-home-me");
+        for f in [
+            "s.jsonl",
+            "s.jsonl.cchist-bak.20260101T000000Z",
+            "s/subagents/agent-1.jsonl",
+            "s/subagents/agent-1.meta.json",
+            "s/tool-results/t.txt",
+            "s/tool-results/t.jsonl",
+            "lone.jsonl",
+        ] {
+            let path = p.join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "{}\n").unwrap();
+        }
+        let main = p.join("s.jsonl");
+        let of = |f: &str| {
+            let place = classify(&p.join(f));
+            (place.part, place.session.path)
+        };
+        assert_eq!(of("s.jsonl"), (Part::Main, main.clone()));
+        let bak = "s.jsonl.cchist-bak.20260101T000000Z";
+        assert_eq!(of(bak), (Part::Backup, main.clone()));
+        assert_eq!(
+            of("s/subagents/agent-1.jsonl"),
+            (Part::Subagent, main.clone())
+        );
+        let meta = "s/subagents/agent-1.meta.json";
+        assert_eq!(of(meta), (Part::Document, main.clone()));
+        assert_eq!(of("s/tool-results/t.txt"), (Part::Text, main.clone()));
+        assert_eq!(of("s/tool-results/t.jsonl"), (Part::Text, main.clone()));
+        assert_eq!(of("lone.jsonl"), (Part::Main, p.join("lone.jsonl")));
+        // The walk of a session's members agrees with the classifier, file by file.
+        for m in SessionFile::from_path(&main).members() {
+            assert_eq!(classify(&m.path).part, m.part, "{}", m.path.display());
+        }
+        let projects = d.path().join("projects");
+        let owner = SessionFile::owning(&projects, &p.join("s/tool-results/t.jsonl"));
+        assert_eq!(owner.map(|s| s.path), Some(main));
     }
 
     #[test]

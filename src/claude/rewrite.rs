@@ -6,17 +6,18 @@
 //! appends to. A live session is therefore refused unless forced; `--fork` never touches the
 //! original and prints the `claude --resume` line for the copy.
 
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::claude::layout::{self, backups, Part, SessionFile};
+use crate::claude::layout::{self, Part, SessionFile};
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::engine::runner::{self, Mode};
 use crate::error::{Error, Origin, Result};
+use crate::io::backup::{self, backups, UNDONE_MARK};
 use crate::io::input;
-use crate::io::input::Input;
-use crate::io::output::{AtomicFile, Sink, SpanWriter, BACKUP_MARK};
+use crate::io::input::Treatment;
+use crate::io::output::{Sink, SpanWriter};
+use crate::io::replace::{self, Appended, Attrs, Owner, Replace};
 
 /// How to write an edit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,25 +70,20 @@ pub fn mutate(
         // The runner's in-place protocol: fsync and backup before the last growth check,
         // then rename, then carry over anything appended in between. The mtime is kept:
         // Claude Code's cleanup goes by it, and a fresh one would make the session look live.
-        let suffix = backup_suffix(&s.path);
+        let suffix = backup::fresh_suffix(&s.path);
         let mode = Mode::InPlace {
             backup: Some(suffix.clone()),
             touch: false,
             break_links: false,
         };
         let rel = s.path.file_name().map(Into::into).unwrap_or_default();
-        let input = Input::File {
-            path: s.path.clone(),
-            rel,
-        };
+        let input = layout::input(s.path.clone(), rel);
         let report = runner::run_one(pipeline, &input, &mode)?;
         if !report.changed {
             return Ok((report, Written::Unchanged));
         }
-        let mut backup = s.path.as_os_str().to_owned();
-        backup.push(suffix);
-        let backup = PathBuf::from(backup);
-        record_written(&s.path, &backup)?;
+        // The runner recorded what it wrote beside the backup (an undoable suffix).
+        let backup = backup::name_of(&s.path, &suffix);
         return Ok((report, Written::InPlace { backup }));
     }
     let f = input::open(&s.path)?;
@@ -109,38 +105,19 @@ pub fn mutate(
 
 /// What the files of session `s` (backups aside) show of secrets, together.
 fn session_known(s: &SessionFile, pipeline: &Pipeline) -> crate::stages::redact::known::Known {
-    let members: Vec<PathBuf> = s
+    let members: Vec<layout::Member> = s
         .members()
         .into_iter()
         .filter(|m| m.part != Part::Backup)
-        .map(|m| m.path)
         .collect();
     if members.len() < 2 {
         return Default::default();
     }
-    let paths: Vec<&Path> = members.iter().map(PathBuf::as_path).collect();
-    runner::known_of_files(pipeline, &paths)
-}
-
-/// A backup suffix (`.cchist-bak.<stamp>`) whose name sorts after every earlier backup of
-/// the same file.
-fn backup_suffix(path: &Path) -> String {
-    let stamp = crate::io::clock::file_stamp(std::time::SystemTime::now());
-    let newest = backups(path).pop();
-    for n in 0u32.. {
-        let suffix = if n == 0 {
-            format!("{BACKUP_MARK}{stamp}")
-        } else {
-            format!("{BACKUP_MARK}{stamp}.{n:04}")
-        };
-        let mut name = path.as_os_str().to_owned();
-        name.push(&suffix);
-        let p = PathBuf::from(name);
-        if !p.exists() && newest.as_ref().is_none_or(|b| p > *b) {
-            return suffix;
-        }
-    }
-    unreachable!("some suffix is free")
+    let files: Vec<(&Path, Treatment)> = members
+        .iter()
+        .map(|m| (m.path.as_path(), m.part.treatment()))
+        .collect();
+    runner::known_of_files(pipeline, &files)
 }
 
 /// Replace `to` (whose content was read, under its lock, as `was`) by a copy of `from`,
@@ -150,61 +127,17 @@ fn restore_from(from: &Path, to: &Path, was: &input::InputFile) -> Result<()> {
     let o = Origin::file(to);
     let meta = std::fs::metadata(from).map_err(|e| Error::io(&Origin::file(from), "stat", e))?;
     let data = std::fs::read(from).map_err(|e| Error::io(&Origin::file(from), "read", e))?;
-    let mut tmp = AtomicFile::create(to).map_err(|e| Error::io(&o, "create", e))?;
-    tmp.write_all(&data)
-        .map_err(|e| Error::io(&o, "write", e))?;
-    let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(was.meta.uid()), Some(was.meta.gid()));
-    tmp.prepare(Some(meta.mode()), meta.modified().ok())
-        .map_err(|e| Error::io(&o, "write", e))?;
-    let _held = tmp
-        .file_ref()
-        .try_clone()
-        .and_then(|c| crate::io::lock::lock_file(&c).map(|()| c))
-        .map_err(|e| Error::io(&o, "lock", e))?;
-    let now = std::fs::symlink_metadata(to).map_err(|e| Error::io(&o, "stat", e))?;
-    if now.len() != was.meta.len() || now.ino() != was.meta.ino() {
-        return Err(Error::Concurrent { path: o });
-    }
-    tmp.persist().map_err(|e| Error::io(&o, "rename", e))
-}
-
-/// Where the record of what an edit wrote is kept: `.<backup name>.written` beside the backup
-/// (hidden, and outside the backup names [`backups`] lists).
-fn written_record(backup: &Path) -> PathBuf {
-    let name = backup
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    backup.with_file_name(format!(".{name}.written"))
-}
-
-/// What a file holds, to notice later whether it changed: its length and SHA-256.
-#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Fingerprint {
-    len: u64,
-    sha256: String,
-}
-
-fn fingerprint(bytes: &[u8]) -> Fingerprint {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(bytes);
-    Fingerprint {
-        len: bytes.len() as u64,
-        sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
-    }
-}
-
-/// Note what the in-place edit that left `backup` wrote to `path`, so that `undo` can tell
-/// whether the session changed since (turns appended by a resumed session would be lost).
-pub(crate) fn record_written(path: &Path, backup: &Path) -> Result<()> {
-    let data = std::fs::read(path).map_err(|e| Error::io(&Origin::file(path), "read", e))?;
-    let rec = written_record(backup);
-    let o = Origin::file(&rec);
-    let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
-    serde_json::to_writer(&mut tmp, &fingerprint(&data))
-        .map_err(|e| Error::io(&o, "write", e.into()))?;
-    tmp.commit(Some(0o600), None)
-        .map_err(|e| Error::io(&o, "rename", e))
+    let mut tmp = replace::temp(to).map_err(|e| Error::io(&o, "create", e))?;
+    std::io::Write::write_all(&mut tmp, &data).map_err(|e| Error::io(&o, "write", e))?;
+    let how = Replace {
+        backup: None,
+        record: false,
+        mode: meta.mode(),
+        mtime: meta.modified().ok(),
+        owner: Owner::Try,
+        appended: Appended::Ignore,
+    };
+    replace::commit(to, was, tmp, how).map(drop)
 }
 
 /// Restore the newest backup of a session (atomically) and remove it; returns its path.
@@ -230,15 +163,7 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     let origin = Origin::file(&s.path);
     let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound()?)?;
     let current = input::read_locked(locked, &origin)?;
-    let record = written_record(&latest);
-    let expected: Option<Fingerprint> = std::fs::read(&record)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let change = match &expected {
-        Some(e) if *e == fingerprint(&current.data) => None,
-        Some(e) => Some(describe_change(&current.data, e)),
-        None => Some("there is no record of what the edit wrote (a backup left by an older cchist?), so cchist cannot tell whether it changed since".to_string()),
-    };
+    let change = backup::change_since(&latest, &current.data);
     if let Some(what) = &change {
         if !force {
             return Err(Error::Other(format!(
@@ -248,16 +173,16 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
                 UNDONE_MARK
             )));
         }
-        let mut keep = s.path.as_os_str().to_owned();
-        keep.push(UNDONE_MARK);
-        keep.push(crate::io::clock::file_stamp(std::time::SystemTime::now()));
-        let keep = PathBuf::from(keep);
-        let o = Origin::file(&keep);
-        let mut tmp = AtomicFile::create(&keep).map_err(|e| Error::io(&o, "create", e))?;
-        tmp.write_all(&current.data)
-            .map_err(|e| Error::io(&o, "write", e))?;
-        tmp.commit(Some(current.meta.mode()), current.meta.modified().ok())
-            .map_err(|e| Error::io(&o, "rename", e))?;
+        let keep = backup::name_of(
+            &s.path,
+            &backup::suffix_at(UNDONE_MARK, std::time::SystemTime::now()),
+        );
+        let attrs = Attrs {
+            mode: current.meta.mode(),
+            mtime: current.meta.modified().ok(),
+            owner: None,
+        };
+        replace::write_file(&keep, &current.data, &attrs)?;
         let msg = format!(
             "cchist: {}: {what}; the replaced content is kept as {}",
             s.path.display(),
@@ -267,30 +192,8 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     }
     restore_from(&latest, &s.path, &current)?;
     drop(current);
-    std::fs::remove_file(&latest).map_err(|e| Error::io(&Origin::file(&latest), "remove", e))?;
-    let _ = std::fs::remove_file(&record);
+    backup::remove(&latest)?;
     Ok(latest)
-}
-
-/// Marker in the name of what a forced undo replaced: `<session>.jsonl.cchist-undone.<stamp>`.
-pub const UNDONE_MARK: &str = ".cchist-undone.";
-
-/// How `now` differs from what an edit wrote (`then`).
-fn describe_change(now: &[u8], then: &Fingerprint) -> String {
-    let was = then.len as usize;
-    if now.len() > was && fingerprint(&now[..was]) == *then {
-        let added = &now[was..];
-        let lines = memchr::memchr_iter(b'\n', added).count();
-        return format!(
-            "{} bytes ({lines} lines) were appended after it (the session was resumed?)",
-            added.len()
-        );
-    }
-    format!(
-        "its content differs from what the edit wrote ({} bytes now, {} then)",
-        now.len(),
-        was
-    )
 }
 
 /// Write `bytes` as a new session beside `s`: fresh id in the file name and in every record's
@@ -319,19 +222,19 @@ fn fork(
         }
         let origin = Origin::file(&m.path);
         let data = std::fs::read(&m.path).map_err(|e| Error::io(&origin, "read", e))?;
-        let data = match m.part {
-            Part::Subagent => {
+        let data = match m.part.treatment() {
+            Treatment::Records => {
                 let mut out = Vec::with_capacity(data.len());
                 let mut sink = SpanWriter::new(&mut out);
                 pipeline.run_buffer_known(&data, &origin, &mut sink, false, known)?;
                 drop(sink);
                 rewrite_session_id(&out, &old_ids, &id)
             }
-            Part::Document => pipeline
+            Treatment::Copy => pipeline
                 .run_copy_known(&data, &origin, known)?
                 .0
                 .unwrap_or(data),
-            _ => pipeline
+            Treatment::Text => pipeline
                 .run_text_known(&data, &origin, known)?
                 .0
                 .unwrap_or(data),
@@ -385,11 +288,6 @@ fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 }
 
 fn write_new(path: &Path, bytes: &[u8], like: &Path) -> Result<()> {
-    let o = Origin::file(path);
     let mode = std::fs::metadata(like).map(|m| m.mode()).unwrap_or(0o600);
-    let mut tmp = AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
-    tmp.write_all(bytes)
-        .map_err(|e| Error::io(&o, "write", e))?;
-    tmp.commit(Some(mode), None)
-        .map_err(|e| Error::io(&o, "rename", e))
+    replace::write_file(path, bytes, &Attrs::mode(mode))
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::error::{Error, Origin, Result};
+use crate::io::replace;
 
 /// Where a hook is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,24 +270,28 @@ pub fn write_settings_with(path: &Path, doc: &Value, backup: bool) -> Result<Opt
         use std::os::unix::fs::MetadataExt;
         mode = meta.mode();
     }
-    if let (Ok(_), true) = (std::fs::metadata(path), keep) {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(
-            ".cchist-bak.{}",
-            crate::io::clock::file_stamp(std::time::SystemTime::now())
-        ));
-        let b = PathBuf::from(name);
-        std::fs::copy(path, &b).map_err(|e| Error::io(&Origin::file(&b), "backup", e))?;
-        backup = Some(b);
-    }
     let mut text = serde_json::to_string_pretty(doc).expect("a Value serializes");
     text.push('\n');
-    let mut tmp =
-        crate::io::output::AtomicFile::create(path).map_err(|e| Error::io(&o, "create", e))?;
-    tmp.write_all(text.as_bytes())
-        .map_err(|e| Error::io(&o, "write", e))?;
-    tmp.commit(Some(mode), None)
-        .map_err(|e| Error::io(&o, "rename", e))?;
+    if let (Ok(_), true) = (std::fs::metadata(path), keep) {
+        // The backup is staged from the bytes read and renamed into place with the new
+        // version, never copied by name (a half-written copy would be a broken settings file).
+        let was = crate::io::input::open(path)?;
+        let suffix = crate::io::backup::fresh_suffix(path);
+        let mut tmp = replace::temp(path).map_err(|e| Error::io(&o, "create", e))?;
+        tmp.write_all(text.as_bytes())
+            .map_err(|e| Error::io(&o, "write", e))?;
+        let how = replace::Replace {
+            backup: Some(&suffix),
+            record: false,
+            mode,
+            mtime: None,
+            owner: replace::Owner::Try,
+            appended: replace::Appended::Ignore,
+        };
+        backup = replace::commit(path, &was, tmp, how)?.backup;
+    } else {
+        replace::write_file(path, text.as_bytes(), &replace::Attrs::mode(mode))?;
+    }
     Ok(backup)
 }
 

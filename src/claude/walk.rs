@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobSet, GlobSetBuilder};
 
-use crate::claude::layout::SessionFile;
+use crate::claude::layout::{self, SessionFile};
 use crate::error::{Error, Origin, Result};
-use crate::io::input::Input;
+use crate::io::input::{Input, Treatment};
 
 /// The result of expanding path arguments.
 #[derive(Debug, Default)]
@@ -104,10 +104,7 @@ pub fn expand(paths: &[PathBuf], filters: &Filters) -> Result<Walk> {
             walk.inputs.extend(found);
         } else {
             let rel = PathBuf::from(p.file_name().unwrap_or(p.as_os_str()));
-            walk.inputs.push(Input::File {
-                path: p.clone(),
-                rel,
-            });
+            walk.inputs.push(layout::input(p.clone(), rel));
         }
     }
     dedupe(&mut walk);
@@ -223,7 +220,7 @@ fn walk_dir(
         if ft.is_file() && is_jsonl(&path) {
             let rel = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
             if filters.accepts(&rel) {
-                found.push(Input::File { path, rel });
+                found.push(layout::input(path, rel));
             }
         }
     }
@@ -240,20 +237,24 @@ pub fn expand_sessions(inputs: Vec<Input>, skipped: &mut Vec<(PathBuf, String)>)
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(inputs.len());
     for inp in inputs {
-        let Input::File { path, rel } = &inp else {
+        let Input::File {
+            path,
+            rel,
+            treatment,
+            session,
+        } = &inp
+        else {
             out.push(inp);
             continue;
         };
         if !seen.insert(path.clone()) {
             continue;
         }
-        let is_main = path.extension().is_some_and(|x| x == "jsonl")
-            && path
-                .parent()
-                .and_then(Path::file_name)
-                .is_none_or(|n| n != "subagents");
+        // A session's own transcript brings its members (the classifier's answer, not a
+        // second look at the name).
+        let is_main = *treatment == Treatment::Records && session == path;
+        let s = SessionFile::from_path(path);
         let members = if is_main {
-            let s = SessionFile::from_path(path);
             if let Some(dir) = s.linked_companion() {
                 if !skipped.iter().any(|(p, _)| *p == dir) {
                     skipped.push((
@@ -272,7 +273,7 @@ pub fn expand_sessions(inputs: Vec<Input>, skipped: &mut Vec<(PathBuf, String)>)
         for m in members.into_iter().skip(1) {
             if seen.insert(m.path.clone()) {
                 let rel = base_rel.join(m.path.strip_prefix(&base).unwrap_or(&m.path));
-                out.push(Input::File { path: m.path, rel });
+                out.push(layout::member_input(m, rel, &s));
             }
         }
     }

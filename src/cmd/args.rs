@@ -217,10 +217,9 @@ impl IoArgs {
 pub fn run_backup_suffix() -> &'static str {
     static SUFFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     SUFFIX.get_or_init(|| {
-        format!(
-            "{}{}",
-            cchist::io::output::BACKUP_MARK,
-            cchist::io::clock::file_stamp(std::time::SystemTime::now())
+        cchist::io::backup::suffix_at(
+            cchist::io::backup::BACKUP_MARK,
+            std::time::SystemTime::now(),
         )
     })
 }

@@ -8,9 +8,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use cchist::engine::pipeline::{OnInvalid, Pipeline};
-use cchist::engine::runner::{Mode, Treatment};
+use cchist::engine::runner::Mode;
 use cchist::error::ExitStatus;
 use cchist::io::input::Input;
+use cchist::io::input::Treatment;
 use cchist::stages::redact::{Redact, Redactor};
 use clap::Args;
 use serde_json::json;
@@ -135,7 +136,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         let root = cchist::claude::layout::config_root()?;
         for path in cchist::claude::hook_log::log_files(&root) {
             let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
-            walk.inputs.push(Input::File { path, rel });
+            walk.inputs.push(cchist::claude::layout::input(path, rel));
         }
     }
     let outcomes = super::progress::run_with_bar(
@@ -170,11 +171,17 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
             Ok(r) => {
                 scanned += 1;
                 let mut findings = r.findings.clone();
-                if let (Some(p), Input::File { path, .. }) = (&policy, &o.input) {
+                if let (
+                    Some(p),
+                    Input::File {
+                        path, treatment, ..
+                    },
+                ) = (&policy, &o.input)
+                {
                     findings.retain(|f| p.denies_rule(&f.rule));
                     // Structural policies concern transcripts; a session's other files
                     // (text, metadata, backups) are scanned for secrets only.
-                    if Treatment::of_path(path) == Treatment::Records {
+                    if *treatment == Treatment::Records {
                         match cchist::io::input::open(path) {
                             Ok(f) => findings.extend(p.evaluate(&f.data)),
                             Err(e) => errors.push((name.clone(), e.to_string())),
@@ -269,7 +276,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                         .iter()
                         .filter(|f| !f.findings.is_empty() && backup_names.contains(&f.file))
                     {
-                        if f.file.contains(cchist::io::output::BACKUP_MARK)
+                        if f.file.contains(cchist::io::backup::BACKUP_MARK)
                             || f.file.contains(".cchist-undone.")
                         {
                             backups += 1;
@@ -417,15 +424,14 @@ fn is_closed_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Add the other copies of each transcript among `inputs` ([`layout::copies`]: what
+/// Add the other copies of each transcript among `inputs` ([`backup::copies`]: what
 /// `--backup=SUFFIX` and a forced undo left beside it) right after it, each file once; the
 /// paths of every backup or copy among the inputs, cchist's own included. They hold the
 /// session as it was, so a scan that passed over them would report clean over secrets that
 /// are still on disk.
 ///
-/// [`layout::copies`]: cchist::claude::layout::copies
+/// [`backup::copies`]: cchist::io::backup::copies
 fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
-    use cchist::claude::layout;
     let mut seen: std::collections::HashSet<PathBuf> = inputs
         .iter()
         .filter_map(|i| match i {
@@ -436,7 +442,7 @@ fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
     let mut backups = std::collections::BTreeSet::new();
     let mut out = Vec::with_capacity(inputs.len());
     for inp in std::mem::take(inputs) {
-        let Input::File { path, rel } = &inp else {
+        let Input::File { path, rel, .. } = &inp else {
             out.push(inp);
             continue;
         };
@@ -444,12 +450,12 @@ fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.contains(cchist::io::output::BACKUP_MARK) {
+        if name.contains(cchist::io::backup::BACKUP_MARK) {
             backups.insert(path.clone());
         }
         let is_transcript = name.ends_with(".jsonl");
         let copies = if is_transcript {
-            layout::copies(path)
+            cchist::io::backup::copies(path)
         } else {
             Vec::new()
         };
@@ -459,7 +465,7 @@ fn add_copies(inputs: &mut Vec<Input>) -> std::collections::BTreeSet<PathBuf> {
             backups.insert(c.clone());
             if seen.insert(c.clone()) {
                 let rel = rel.with_file_name(c.file_name().unwrap_or_default());
-                out.push(Input::File { path: c, rel });
+                out.push(cchist::claude::layout::input(c, rel));
             }
         }
     }

@@ -70,10 +70,10 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
         "history edit".into(),
     );
     if let Some(f) = w.diff {
-        let input = cchist::io::input::Input::File {
-            path: session.path.clone(),
-            rel: session.path.file_name().map(Into::into).unwrap_or_default(),
-        };
+        let input = cchist::claude::layout::input(
+            session.path.clone(),
+            session.path.file_name().map(Into::into).unwrap_or_default(),
+        );
         let d = cchist::engine::diff::diff_input(&pipeline, &input);
         print_labels(&edit.report());
         return super::print::diff_report(vec![(input, d)], f == super::args::Format::Json);

@@ -14,7 +14,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use cchist::claude::hook::{self, HookEvent, HookInput, Outcome};
+use cchist::claude::hook::{self, HookEvent, HookInput};
+use cchist::claude::hook_handle::{self, Outcome};
 use cchist::claude::hook_log::{self, LogLine};
 use cchist::error::ExitStatus;
 use clap::{Args, Subcommand};
@@ -68,7 +69,7 @@ fn run_hook(spec: &str, strict: bool) -> ExitStatus {
     let mut inp = HookInput::default();
     let result = read_input().and_then(|i| {
         inp = i;
-        Ok(hook::handle(&inp, spec, &auto_fit)?)
+        Ok(hook_handle::handle(&inp, spec, &auto_fit)?)
     });
     let (outcome, detail) = match &result {
         Ok(d) => (d.kind.as_str(), d.detail.clone()),

@@ -270,7 +270,7 @@ fn interrupted(
     if left == 0 {
         return None;
     }
-    let undoable = matches!(mode, Mode::InPlace { backup: Some(b), .. } if b.starts_with(cchist::io::output::BACKUP_MARK));
+    let undoable = matches!(mode, Mode::InPlace { backup: Some(b), .. } if b.starts_with(cchist::io::backup::BACKUP_MARK));
     super::progress::say_interrupted(outcomes.len(), left, undoable, started);
     Some(ExitStatus::Error)
 }
@@ -294,7 +294,7 @@ fn note_backups_keep_secrets(outcomes: &[runner::Outcome], mode: &Mode, json: bo
     if n == 0 || json {
         return;
     }
-    let remove = if suffix.starts_with(cchist::io::output::BACKUP_MARK) {
+    let remove = if suffix.starts_with(cchist::io::backup::BACKUP_MARK) {
         "`cchist backups prune --older-than 0s` removes them once no `cchist undo` needs them"
     } else {
         "remove them by hand once you no longer need them"
@@ -337,7 +337,7 @@ fn refuse_lossy_bulk(pipeline: &Pipeline, io: &IoArgs, inputs: &[Input]) -> anyh
     let sessions: std::collections::HashSet<std::path::PathBuf> = inputs
         .iter()
         .filter_map(|i| match i {
-            Input::File { path, .. } => Some(layout::owning_session_of(path).path),
+            Input::File { session, .. } => Some(session.clone()),
             Input::Stdin => None,
         })
         .collect();
@@ -368,7 +368,7 @@ fn refuse_out_dir_collisions(dir: &std::path::Path, inputs: &[Input]) -> anyhow:
         })
         .collect();
     for inp in inputs {
-        if let Input::File { path, rel } = inp {
+        if let Input::File { path, rel, .. } = inp {
             let dest = dir.join(rel);
             if let Some(input) = std::fs::canonicalize(&dest)
                 .ok()
@@ -404,7 +404,7 @@ fn live_reason(
     let Input::File { path, .. } = inp else {
         return None;
     };
-    let owner = layout::owning_session_of(path);
+    let owner = layout::classify(path).session;
     if owner.path != *path {
         if let Some(why) = layout::liveness(&SessionFile::from_path(path)) {
             return Some(why);
@@ -447,10 +447,8 @@ fn all(
     whole_sessions(&mut walk);
     let history = root.join("history.jsonl");
     if history.is_file() {
-        walk.inputs.push(Input::File {
-            path: history,
-            rel: "history.jsonl".into(),
-        });
+        walk.inputs
+            .push(layout::input(history, "history.jsonl".into()));
     }
     // A preview writes nothing, not even this clean-up, and needs no --backup or --yes.
     if matches!(mode, Mode::InPlace { .. }) && io.diff.is_none() {

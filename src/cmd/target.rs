@@ -37,25 +37,7 @@ impl SessionArgs {
             if !f.is_file() {
                 bail!("{}: no such transcript file", f.display());
             }
-            let id = f
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let project_dir = f
-                .parent()
-                .map(|p| {
-                    if p.as_os_str().is_empty() {
-                        PathBuf::from(".")
-                    } else {
-                        p.to_path_buf()
-                    }
-                })
-                .unwrap_or_else(|| PathBuf::from("."));
-            return Ok(SessionFile {
-                id,
-                path: f.clone(),
-                project_dir,
-            });
+            return Ok(SessionFile::from_path(f));
         }
         let projects = layout::projects_dir(&config_root()?);
         if let Some(id) = &self.session {

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use cchist::claude::layout::{self, SessionFile};
-use cchist::claude::rewrite::UNDONE_MARK;
 use cchist::error::ExitStatus;
-use cchist::io::output::{is_temp_name, BACKUP_MARK};
+use cchist::io::backup::{BACKUP_MARK, UNDONE_MARK};
+use cchist::io::output::is_temp_name;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
@@ -281,7 +281,7 @@ fn undo_all(since: &str, force: bool) -> anyhow::Result<ExitStatus> {
     let mut restored = 0;
     for f in &files {
         // Only the newest backup of each file, and only when it is from `since` on.
-        let newest = layout::backups(f).pop();
+        let newest = cchist::io::backup::backups(f).pop();
         if newest
             .as_deref()
             .is_none_or(|b| stamp_of(b).as_str() < since)

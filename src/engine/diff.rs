@@ -1,6 +1,6 @@
 //! `--diff`: what a pipeline would change, record by record, without writing anything.
 //!
-//! The pipeline runs as it would for real, into memory, with a [`Trace`] in its context: each
+//! The pipeline runs as it would for real, into memory, with a [`Trace`](crate::engine::trace::Trace) beside it: each
 //! stage's verdict on each record (changed, dropped, added) is noted where the pipeline
 //! already compares a record before and after the stage, and every record written is noted
 //! with its bytes when they are not the input's. The preview ([`FileDiff`]) then lists, in
@@ -17,7 +17,6 @@
 //! record types, stage names, field paths and rule ids, so a preview is safe to share. The
 //! cost is one run of the pipeline plus one pass over the changed records.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
@@ -25,66 +24,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::pipeline::{FileReport, Pipeline};
-use crate::engine::runner::Treatment;
+use crate::engine::trace::Event;
 use crate::error::{Error, Origin, Result};
 use crate::io::framing;
-use crate::io::input::{self, Input};
+use crate::io::input::{self, Input, Treatment};
 use crate::io::output::SpanWriter;
-use crate::stages::Cx;
 use crate::transcript::record::Record;
-
-/// What a stage did to a record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
-    /// Edited it.
-    Changed,
-    /// Removed it.
-    Dropped,
-    /// Created it.
-    Added,
-}
-
-/// One record as written: its identity, input line (0 for a new one) and, when it is not the
-/// input's line byte for byte, its bytes.
-#[derive(Debug)]
-struct Written {
-    id: u64,
-    line: usize,
-    bytes: Option<Vec<u8>>,
-}
-
-/// What each stage did to each record of one run, filled by the pipeline when asked.
-#[derive(Debug, Default)]
-pub struct Trace {
-    /// (record id, input line, stage index, event), in the order they happened.
-    events: Vec<(u64, usize, usize, Event)>,
-    /// The records written, in output order (interior mutability: the pipeline writes with a
-    /// shared context).
-    written: RefCell<Vec<Written>>,
-}
-
-impl Trace {
-    /// Note `event` of stage `stage` on the record `id` (input line `line`), if `cx` traces.
-    pub fn note(cx: &mut Cx, id: u64, line: usize, stage: usize, event: Event) {
-        if let Some(t) = cx.trace.as_deref_mut() {
-            t.events.push((id, line, stage, event));
-        }
-    }
-
-    /// Note a record written to the output.
-    pub fn output(&self, rec: &Record<'_>) {
-        let bytes = (rec.is_changed() || rec.line == 0).then(|| {
-            let mut b = Vec::new();
-            rec.write_to(&mut b);
-            b
-        });
-        self.written.borrow_mut().push(Written {
-            id: rec.id(),
-            line: rec.line,
-            bytes,
-        });
-    }
-}
 
 /// How a record differs from its input line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -165,7 +110,7 @@ impl FileDiff {
 
     /// The preview with every string taken from the input through the default redaction
     /// rules: a uuid, type or file name may be a pasted secret short enough to pass the
-    /// shape checks of [`header_of`] (an AWS key id reads as a field name), and a preview is
+    /// shape checks of `header_of` (an AWS key id reads as a field name), and a preview is
     /// meant to be shared.
     pub fn shown(mut self) -> FileDiff {
         let shown = |s: &mut String| {
@@ -210,9 +155,11 @@ fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
             let data = input::read_stdin_all()?;
             diff_records(pipeline, &data, &origin, name)
         }
-        Input::File { path, .. } => {
+        Input::File {
+            path, treatment, ..
+        } => {
             let f = input::open(path)?;
-            match Treatment::of_path(path) {
+            match treatment {
                 Treatment::Records => diff_records(pipeline, &f.data, &origin, name),
                 Treatment::Text => {
                     let (_, r) = pipeline.run_text(&f.data, &origin)?;

@@ -5,3 +5,4 @@ pub mod config;
 pub mod diff;
 pub mod pipeline;
 pub mod runner;
+pub mod trace;

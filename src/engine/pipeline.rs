@@ -6,7 +6,7 @@ use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::diff::{Event, Trace};
+use crate::engine::trace::{Event, Trace, Tracer};
 use crate::error::{Error, Origin, Result};
 use crate::findings::Finding;
 use crate::io::output::{Recording, Sink};
@@ -16,6 +16,9 @@ use crate::stages::redact::{json, remove_thinking};
 use crate::stages::{Cx, Scope, Secrets, Stage, StageStats, Verdict};
 use crate::transcript::record::{check_json, describe_invalid, Record};
 use crate::transcript::session::Session;
+
+mod stream;
+mod whole;
 
 /// How much of a stream (stdin) a pipeline that finds secrets reads before it writes: a
 /// stream up to this size gives exactly the output of the same bytes as a file (every
@@ -194,9 +197,8 @@ impl Pipeline {
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = self.new_cx(origin, seed);
-        if trace {
-            cx.trace = Some(Box::default());
-        }
+        // The trace is the run's, not the stages': they never see it.
+        let mut trace: Tracer = trace.then(Box::default);
         let pass = self.secret_pass();
         let mut recording = Recording::new(data);
         {
@@ -207,9 +209,9 @@ impl Pipeline {
             };
             let mut out = Out::new(target, data);
             if self.needs_session() {
-                self.run_session(data, &mut cx, &mut report, &mut out)?;
+                self.run_session(data, &mut cx, &mut trace, &mut report, &mut out)?;
             } else {
-                self.run_records(data, 1, &mut cx, &mut report, &mut out)?;
+                self.run_records(data, 1, &mut cx, &mut trace, &mut report, &mut out)?;
             }
             out.flush().map_err(|e| Error::io(origin, "write", e))?;
         }
@@ -219,7 +221,7 @@ impl Pipeline {
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
         report.counters = cx.counters;
-        Ok((report, cx.trace, cx.known))
+        Ok((report, trace, cx.known))
     }
 
     /// The secrets the stages that find them see in `data` (as text when `text`, else line
@@ -404,260 +406,12 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Run the stages' text transformation over a plain-text companion file; returns the new
-    /// text when some stage changed it.
-    ///
-    /// A companion that is not text ([`is_binary`]: a zip, an image a tool saved) is never
-    /// changed: rewritten as text it would no longer open. It is still searched (so `check`
-    /// reports what it holds), the report says so with the counter [`BINARY_SKIPPED`], and
-    /// the bytes stay as they are — a secret in it is reported, not redacted.
-    pub fn run_text(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
-        self.run_text_known(data, origin, &Known::default())
-    }
-
-    /// [`Pipeline::run_text`] knowing the secrets `seed`: their occurrences are replaced too.
-    pub fn run_text_known(
-        &self,
-        data: &[u8],
-        origin: &Origin,
-        seed: &Known,
-    ) -> Result<(Option<Vec<u8>>, FileReport)> {
-        let (new, mut report) = self.run_text_unchecked(data, origin, seed)?;
-        if !is_binary(data) {
-            return Ok((new, report));
-        }
-        report.changed = false;
-        report.bytes_out = report.bytes_in;
-        for (_, st) in &mut report.stages {
-            st.changed = 0;
-        }
-        report.counters.insert(BINARY_SKIPPED.into(), 1);
-        Ok((None, report))
-    }
-
-    fn run_text_unchecked(
-        &self,
-        data: &[u8],
-        origin: &Origin,
-        seed: &Known,
-    ) -> Result<(Option<Vec<u8>>, FileReport)> {
-        let mut report = self.new_report();
-        report.bytes_in = data.len() as u64;
-        let mut cx = self.new_cx(origin, seed);
-        let mut current: Option<Vec<u8>> = None;
-        for (i, stage) in self.stages.iter().enumerate() {
-            let input = current.as_deref().unwrap_or(data);
-            if let Some(new) = stage.text(input, &mut cx)? {
-                if new != input {
-                    report.stages[i].1.changed += 1;
-                    current = Some(new);
-                }
-            }
-        }
-        let pass = self.secret_pass();
-        if let Some(echoes) = (pass != Secrets::Ignores && !cx.known.is_empty())
-            .then(|| cx.known.echoes())
-            .flatten()
-        {
-            let input = current.as_deref().unwrap_or(data);
-            if let Some((new, found)) = echoes.text(input) {
-                for e in &found {
-                    let k = echoes.secret(e.secret);
-                    cx.findings.push(Finding {
-                        rule: k.rule.clone(),
-                        line: 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count(),
-                        uuid: None,
-                        path: None,
-                        fingerprint: (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone()),
-                        message: "another occurrence of a secret found in this session".into(),
-                        kind: Some(crate::findings::ECHO),
-                    });
-                }
-                cx.count("redact/echoes", found.len() as u64);
-                if pass == Secrets::Replaces {
-                    if let Some(i) = self.last_secret_stage() {
-                        report.stages[i].1.changed += 1;
-                    }
-                    current = Some(new);
-                }
-            }
-        }
-        report.changed = current.is_some();
-        report.bytes_out = current.as_ref().map_or(data.len(), Vec::len) as u64;
-        report.findings = cx.findings;
-        report.counters = cx.counters;
-        Ok((current, report))
-    }
-
-    /// Run the stages that apply to copies ([`Stage::applies_to_copies`]: redaction) over a
-    /// copy of a session — a backup, a JSON document beside it — and nothing else: every JSON
-    /// line through their record transformation, any other line through their text one.
-    /// Returns the new bytes when something changed.
-    pub fn run_copy(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
-        self.run_copy_known(data, origin, &Known::default())
-    }
-
-    /// [`Pipeline::run_copy`] knowing the secrets `seed`: their occurrences are replaced too.
-    pub fn run_copy_known(
-        &self,
-        data: &[u8],
-        origin: &Origin,
-        seed: &Known,
-    ) -> Result<(Option<Vec<u8>>, FileReport)> {
-        let mut report = self.new_report();
-        report.bytes_in = data.len() as u64;
-        let mut cx = self.new_cx(origin, seed);
-        let mut out = Vec::new();
-        let mut changed = false;
-        let copy_stages: Vec<(usize, &dyn Stage)> = self
-            .stages
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.applies_to_copies())
-            .map(|(i, s)| (i, s.as_ref()))
-            .collect();
-        let mut sink = crate::io::output::SpanWriter::new(&mut out);
-        for l in framing::lines(data, 1) {
-            let term = l.term;
-            let mut rec = Record::from_line(l);
-            report.records += 1;
-            let mut text: Option<Vec<u8>> = None;
-            let is_json = check_json(rec.raw()).is_ok();
-            for &(i, stage) in &copy_stages {
-                if is_json {
-                    let before = rec.edits();
-                    stage.record(&mut rec, &mut cx)?;
-                    if rec.edits() != before {
-                        report.stages[i].1.changed += 1;
-                    }
-                } else {
-                    let cur = text.as_deref().unwrap_or(rec.raw());
-                    if let Some(new) = stage.text(cur, &mut cx)? {
-                        if new != cur {
-                            report.stages[i].1.changed += 1;
-                            text = Some(new);
-                        }
-                    }
-                }
-            }
-            let io = |e| Error::io(origin, "write", e);
-            if let Some(t) = text {
-                changed = true;
-                sink.put_span(&t).map_err(io)?;
-                sink.put_span(term.bytes()).map_err(io)?;
-            } else {
-                changed |= rec.is_changed();
-                sink.put(&rec).map_err(io)?;
-            }
-        }
-        sink.finish().map_err(|e| Error::io(origin, "write", e))?;
-        drop(sink);
-        let pass = self.secret_pass();
-        if pass != Secrets::Ignores && !cx.known.is_empty() {
-            let before = if changed { &out[..] } else { data };
-            let mut echoed = Vec::with_capacity(before.len());
-            let was = report.changed;
-            report.changed = false;
-            {
-                let mut w = crate::io::output::SpanWriter::new(&mut echoed);
-                self.write_known(
-                    std::iter::once((before, false)),
-                    1,
-                    pass,
-                    &mut cx,
-                    &mut report,
-                    &mut w,
-                )?;
-            }
-            if report.changed {
-                changed = true;
-                out = echoed;
-            }
-            report.changed = was;
-        }
-        report.changed = changed;
-        report.records_out = report.records;
-        report.bytes_out = if changed { out.len() } else { data.len() } as u64;
-        report.findings = cx.findings;
-        report.counters = cx.counters;
-        Ok((changed.then_some(out), report))
-    }
-
-    /// Run over standard input: as [`Pipeline::run_stream`], except that when the whole input
-    /// is needed and stdin is a regular file (`cchist relink < session.jsonl`), it is mapped
-    /// rather than read.
-    pub fn run_stdin(&self, sink: &mut dyn Sink) -> Result<FileReport> {
-        let origin = Origin::stdin();
-        if self.needs_session() || self.on_invalid == OnInvalid::Error {
-            let data = input::read_stdin_all()?;
-            return self.run_buffer(&data, &origin, sink);
-        }
-        self.run_stream(std::io::stdin().lock(), &origin, sink)
-    }
-
-    /// Run over a stream (stdin). Record-scoped pipelines keep memory bounded; a
-    /// session-scoped pipeline, or `on_invalid_json = "error"`, reads the stream whole first.
-    pub fn run_stream(
-        &self,
-        reader: impl Read,
-        origin: &Origin,
-        sink: &mut dyn Sink,
-    ) -> Result<FileReport> {
-        if self.needs_session() || self.on_invalid == OnInvalid::Error {
-            let data = input::read_all(reader, origin)?;
-            return self.run_buffer(&data, origin, sink);
-        }
-        let pass = self.secret_pass();
-        let mut reader: Box<dyn Read + '_> = Box::new(reader);
-        let mut forward_only = false;
-        if pass != Secrets::Ignores {
-            // Up to KNOWN_BUFFER bytes, the same output as the same bytes in a file: every
-            // occurrence of a secret found anywhere in them is replaced.
-            // Sized once: grown by doubling, the buffer would hold up to twice the bound.
-            let mut head = Vec::with_capacity(KNOWN_BUFFER + 1);
-            (&mut reader)
-                .take(KNOWN_BUFFER as u64 + 1)
-                .read_to_end(&mut head)
-                .map_err(|e| Error::io(origin, "read", e))?;
-            if head.len() <= KNOWN_BUFFER {
-                return self.run_buffer(&head, origin, sink);
-            }
-            forward_only = true;
-            reader = Box::new(std::io::Cursor::new(head).chain(reader));
-        }
-        let mut report = self.new_report();
-        let mut cx = self.new_cx(origin, &Known::default());
-        input::stream_chunks(reader, origin, |chunk, first| {
-            report.bytes_in += chunk.len() as u64;
-            if pass == Secrets::Ignores {
-                let mut out = Out::new(sink, chunk);
-                self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
-                out.flush().map_err(|e| Error::io(origin, "write", e))?;
-            } else {
-                // Past the buffer, forward only: what a chunk shows is known from it on.
-                let mut recording = Recording::new(chunk);
-                {
-                    let mut out = Out::new(&mut recording, chunk);
-                    self.run_records(chunk, first, &mut cx, &mut report, &mut out)?;
-                    out.flush().map_err(|e| Error::io(origin, "write", e))?;
-                }
-                self.write_known(recording.pieces(), first, pass, &mut cx, &mut report, sink)?;
-            }
-            sink.finish().map_err(|e| Error::io(origin, "write", e))
-        })?;
-        if forward_only {
-            cx.count(FORWARD_ONLY, 1);
-        }
-        report.findings = cx.findings;
-        report.counters = cx.counters;
-        Ok(report)
-    }
-
     fn run_records(
         &self,
         data: &[u8],
         first_line: usize,
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
         out: &mut Out<'_, '_>,
     ) -> Result<()> {
@@ -666,12 +420,12 @@ impl Pipeline {
             report.records += 1;
             if self.check_lines() && !self.line_is_valid(&rec, report) {
                 // Invalid lines reach only the stages that handle any text (redaction).
-                self.apply_opaque_stages(&mut rec, cx, report)?;
-                self.put(out, &rec, cx, report)?;
+                self.apply_opaque_stages(&mut rec, cx, trace, report)?;
+                self.put(out, &rec, cx, trace, report)?;
                 continue;
             }
-            if self.apply_record_stages(&mut rec, cx, report)? {
-                self.put(out, &rec, cx, report)?;
+            if self.apply_record_stages(&mut rec, cx, trace, report)? {
+                self.put(out, &rec, cx, trace, report)?;
             } else {
                 report.changed = true;
             }
@@ -699,6 +453,7 @@ impl Pipeline {
         &self,
         rec: &mut Record<'_>,
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
     ) -> Result<()> {
         for (i, stage) in self.stages.iter().enumerate() {
@@ -707,7 +462,7 @@ impl Pipeline {
             if rec.edits() != before {
                 report.stages[i].1.changed += 1;
                 report.changed = true;
-                Trace::note(cx, rec.id(), rec.line, i, Event::Changed);
+                Trace::note(trace, rec.id(), rec.line, i, Event::Changed);
             }
         }
         Ok(())
@@ -718,6 +473,7 @@ impl Pipeline {
         &self,
         rec: &mut Record<'_>,
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
     ) -> Result<bool> {
         for (i, stage) in self.stages.iter().enumerate() {
@@ -726,12 +482,12 @@ impl Pipeline {
             let stats = &mut report.stages[i].1;
             if verdict == Verdict::Drop {
                 stats.dropped += 1;
-                Trace::note(cx, rec.id(), rec.line, i, Event::Dropped);
+                Trace::note(trace, rec.id(), rec.line, i, Event::Dropped);
                 return Ok(false);
             }
             if rec.edits() != before {
                 stats.changed += 1;
-                Trace::note(cx, rec.id(), rec.line, i, Event::Changed);
+                Trace::note(trace, rec.id(), rec.line, i, Event::Changed);
             }
         }
         Ok(true)
@@ -742,11 +498,12 @@ impl Pipeline {
         out: &mut Out<'_, '_>,
         rec: &Record<'_>,
         cx: &Cx,
+        trace: &Tracer,
         report: &mut FileReport,
     ) -> Result<()> {
         report.records_out += 1;
         report.bytes_out += rec.output_len();
-        if let Some(t) = cx.trace.as_deref() {
+        if let Some(t) = trace.as_deref() {
             t.output(rec);
         }
         if rec.is_changed() {
@@ -759,6 +516,7 @@ impl Pipeline {
         &self,
         data: &[u8],
         cx: &mut Cx,
+        trace: &mut Tracer,
         report: &mut FileReport,
         out: &mut Out<'_, '_>,
     ) -> Result<()> {
@@ -788,7 +546,7 @@ impl Pipeline {
             if rec.term == framing::Term::None && check_json(rec.raw()).is_err() {
                 // It stays last, but redaction still reaches it as text.
                 let mut rec = rec;
-                self.apply_opaque_stages(&mut rec, cx, report)?;
+                self.apply_opaque_stages(&mut rec, cx, trace, report)?;
                 partial_tail = Some(rec);
                 continue;
             }
@@ -796,7 +554,7 @@ impl Pipeline {
                 records.push(rec);
             } else {
                 let mut rec = rec;
-                self.apply_opaque_stages(&mut rec, cx, report)?;
+                self.apply_opaque_stages(&mut rec, cx, trace, report)?;
                 opaque.push((records.last().map(Record::id), rec));
             }
         }
@@ -806,8 +564,7 @@ impl Pipeline {
         for (i, stage) in self.stages.iter().enumerate() {
             let before = EditsBefore::new(&session.records);
             // With a trace, the lines of the records before the stage (to name the dropped).
-            let lines: Option<Vec<(u64, usize)>> = cx
-                .trace
+            let lines: Option<Vec<(u64, usize)>> = trace
                 .is_some()
                 .then(|| session.records.iter().map(|r| (r.id(), r.line)).collect());
             stage.session(&mut session, cx)?;
@@ -822,13 +579,13 @@ impl Pipeline {
                 match before.get(r.id(), &mut cursor) {
                     None => {
                         stats.added += 1;
-                        Trace::note(cx, r.id(), r.line, i, Event::Added);
+                        Trace::note(trace, r.id(), r.line, i, Event::Added);
                     }
                     Some(e) => {
                         kept += 1;
                         if e != r.edits() {
                             stats.changed += 1;
-                            Trace::note(cx, r.id(), r.line, i, Event::Changed);
+                            Trace::note(trace, r.id(), r.line, i, Event::Changed);
                         }
                     }
                 }
@@ -836,7 +593,7 @@ impl Pipeline {
             if let (Some(lines), Some(alive)) = (lines, alive) {
                 for (id, line) in lines {
                     if !alive.contains(&id) {
-                        Trace::note(cx, id, line, i, Event::Dropped);
+                        Trace::note(trace, id, line, i, Event::Dropped);
                     }
                 }
             }
@@ -890,7 +647,7 @@ impl Pipeline {
                     .map_err(|e| Error::io(&cx.origin, "write", e))?;
             }
             open_line = rec.term == framing::Term::None;
-            self.put(out, rec, cx, report)
+            self.put(out, rec, cx, trace, report)
         };
         for (_, rec) in &opaque[lines_after(None)] {
             emit(rec, out, report)?;
@@ -1022,52 +779,4 @@ impl<'s, 'b> Out<'s, 'b> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn binary_is_a_nul_or_invalid_utf8_in_the_first_8_kib() {
-        assert!(!is_binary(b""));
-        assert!(!is_binary("plain text, caf\u{e9}\n".as_bytes()));
-        assert!(is_binary(b"PK\x03\x04\x00\x00"));
-        assert!(is_binary(b"caf\xe9"));
-        // A character cut by the 8 KiB window is text; one cut by the end of the file is not.
-        let mut cut = vec![b'a'; SNIFF_BYTES - 1];
-        cut.extend_from_slice("\u{e9}".as_bytes());
-        assert!(!is_binary(&cut));
-        assert!(is_binary(&cut[..SNIFF_BYTES]));
-        // Past the window, nothing is looked at.
-        let mut late = vec![b'a'; SNIFF_BYTES];
-        late.push(0);
-        assert!(!is_binary(&late));
-    }
-
-    #[test]
-    fn edits_before_finds_records_in_any_order() {
-        let text = b"{}\n{}\n{}\n";
-        let mut recs: Vec<Record<'_>> = framing::lines(text, 1).map(Record::from_line).collect();
-        recs[1].set_raw(b"{ }".to_vec());
-        let ids: Vec<u64> = recs.iter().map(Record::id).collect();
-        recs.swap(0, 2);
-        let before = EditsBefore::new(&recs);
-        assert_eq!(before.len(), 3);
-        let mut cursor = 0;
-        // In id order (the merge walk), out of order (a search), and an id never seen.
-        assert_eq!(before.get(ids[0], &mut cursor), Some(0));
-        assert_eq!(before.get(ids[1], &mut cursor), Some(1));
-        assert_eq!(before.get(ids[0], &mut cursor), Some(0));
-        assert_eq!(before.get(ids[2], &mut cursor), Some(0));
-        assert_eq!(before.get(ids[2] + 1_000_000, &mut cursor), None);
-    }
-
-    #[test]
-    fn short_lines_are_counted_exactly() {
-        let tiny = b"{}\n".repeat(100_000);
-        assert_eq!(line_count_estimate(&tiny).0, 100_001);
-        // Blank lines are no records: none is reserved for them.
-        assert_eq!(line_count_estimate(&b"\n".repeat(100_000)), (1, 100_001));
-        let long = [vec![b'x'; 4000], b"\n".to_vec()].concat().repeat(100);
-        let n = line_count_estimate(&long).0;
-        assert!((100..=200).contains(&n), "{n}");
-    }
-}
+mod tests;

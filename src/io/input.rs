@@ -227,13 +227,32 @@ pub fn stream_chunks(
 pub enum Input {
     /// Standard input.
     Stdin,
-    /// A file, with the root it was found under (for `--out-dir` mirroring).
+    /// A file, with the root it was found under (for `--out-dir` mirroring), classified where
+    /// it was found (`claude::layout::classify`): the engine never judges a file by its name.
     File {
         /// The file.
         path: PathBuf,
         /// Path relative to the argument it came from (the file name for a file argument).
         rel: PathBuf,
+        /// How its bytes are run.
+        treatment: Treatment,
+        /// The transcript of the session it belongs to (itself, for a transcript): the files
+        /// whose secrets are known in it.
+        session: PathBuf,
     },
+}
+
+/// How a file's bytes are run. Decided once, by `claude::layout::classify`, and carried by
+/// the [`Input`]: text is redacted as text; copies get only the stages that apply to copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Treatment {
+    /// A transcript: records, every stage.
+    Records,
+    /// Plain text (`tool-results/*`, other companion files): the text transformation, which
+    /// leaves a binary file byte for byte.
+    Text,
+    /// A copy of a session (a backup) or a JSON document (`*.meta.json`).
+    Copy,
 }
 
 impl Input {

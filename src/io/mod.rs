@@ -1,8 +1,10 @@
-//! Bytes in and out, nothing about transcripts: input sources, line framing, writers with
-//! atomic in-place replacement, and the clock.
+//! Bytes in and out, nothing about transcripts: input sources, line framing, writers, the one
+//! replace operation ([`replace`]) and the backups it keeps ([`backup`]), and the clock.
 
+pub mod backup;
 pub mod clock;
 pub mod framing;
 pub mod input;
 pub mod lock;
 pub mod output;
+pub mod replace;

@@ -340,9 +340,6 @@ impl Write for AtomicFile {
     }
 }
 
-/// Marker in the names of cchist's backups: `<file>.cchist-bak.<stamp>` beside the file.
-pub const BACKUP_MARK: &str = ".cchist-bak.";
-
 /// True when `name` is a cchist temp file left by a killed run.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.contains(TEMP_MARK)

@@ -8,12 +8,12 @@
 //! dependent's build, and it breaks their `#[serde(flatten)]` maps of numbers. So cchist keeps the
 //! text itself:
 //!
-//! - [`write`] formats floats as JavaScript's `JSON.stringify` does (Claude Code is a Node
+//! - [`write()`] formats floats as JavaScript's `JSON.stringify` does (Claude Code is a Node
 //!   program: every number it writes is in that form, so the form is also what a value a stage
 //!   computes should look like);
 //! - [`parse`] finds the rare number whose text that formatting would not reproduce (another
 //!   writer's `1.0`, `1E5`, an integer beyond 64 bits) and holds it in the value as a marked
-//!   string, which [`write`] puts back as the original number text. A stage walking the value sees
+//!   string, which [`write()`] puts back as the original number text. A stage walking the value sees
 //!   such a number as a string; every byte reader (redaction, the writer) sees the exact text.
 
 use std::io;
@@ -36,7 +36,7 @@ fn marker() -> &'static str {
     })
 }
 
-/// Parse `bytes` (one JSON value) into a [`Value`] whose numbers [`write`] writes back as they
+/// Parse `bytes` (one JSON value) into a [`Value`] whose numbers [`write()`] writes back as they
 /// were in `bytes`. `parse_plain` is the caller's parser (depth limits are its business).
 pub fn parse(
     bytes: &[u8],
@@ -63,7 +63,7 @@ pub fn write<W: io::Write>(out: W, v: &Value) -> io::Result<()> {
     v.serialize(&mut ser).map_err(io::Error::other)
 }
 
-/// [`write`] into a new vector.
+/// [`write()`] into a new vector.
 pub fn to_vec(v: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     write(&mut out, v).expect("writing a Value to memory cannot fail");
@@ -95,7 +95,7 @@ fn number_tokens(bytes: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// Whether [`write`] writes this number token back as it is.
+/// Whether [`write()`] writes this number token back as it is.
 fn is_canonical(t: &[u8]) -> bool {
     // The common case, cheaply: a plain integer of at most 18 digits, no leading zero, not -0.
     let digits = t.strip_prefix(b"-").unwrap_or(t);

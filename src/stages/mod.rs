@@ -3,20 +3,21 @@
 //! A stage is built once from its options (validated before any data flows) and shared by every
 //! worker thread, so it takes `&self`; what it counts or finds for one file goes into [`Cx`].
 //! Record-scoped stages see one record at a time and let the pipeline stream; a session-scoped
-//! stage makes the pipeline buffer the whole file as a [`Session`](crate::transcript::session::Session).
+//! stage makes the pipeline buffer the whole file as a [`Session`].
 
 use std::collections::BTreeMap;
 
 pub mod drop_tool_noise;
 pub mod edit;
+pub mod finding;
 pub mod redact;
 pub mod relink;
 pub mod summarize;
 
 use crate::error::{OptionError, Origin, Result};
-use crate::findings::Finding;
 use crate::transcript::record::Record;
 use crate::transcript::session::Session;
+pub use finding::Finding;
 
 /// Whether a stage needs one record or the whole session at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,10 +57,7 @@ pub struct Cx {
     pub findings: Vec<Finding>,
     /// Free-form counters a stage wants to report (e.g. `redactions`).
     pub counters: BTreeMap<String, u64>,
-    /// What each stage did to each record, when a `--diff` preview asked for it (the
-    /// pipeline fills it; stages leave it alone).
-    pub trace: Option<Box<crate::engine::diff::Trace>>,
-    /// The secrets found so far (by a stage that [`Stage::collects_secrets`]), and those the
+    /// The secrets found so far (by a stage whose [`Stage::secrets`] is not `Ignores`), and those the
     /// run started with (the session's other files, `--known-values`).
     pub known: crate::stages::redact::known::Known,
 }
@@ -71,7 +69,6 @@ impl Cx {
             origin,
             findings: Vec::new(),
             counters: BTreeMap::new(),
-            trace: None,
             known: Default::default(),
         }
     }

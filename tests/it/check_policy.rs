@@ -13,28 +13,20 @@ fn check(args: &[&str]) -> std::process::Output {
     run(&[&["check", "--policy"], args].concat())
 }
 
-/// The pinned SARIF Multitool (`CCHIST_SARIF_MULTITOOL`, else under target/, installed with
-/// npm when missing). `None` (skip) without it, except under CI=true.
+/// The pinned SARIF Multitool (`CCHIST_SARIF_MULTITOOL`, else where
+/// `scripts/install-test-tools.sh` puts it under target/). `None` (skip) without it, except
+/// under CI=true. A test never installs it.
 fn multitool() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CCHIST_SARIF_MULTITOOL") {
         return Some(PathBuf::from(p));
     }
-    let dir = manifest().join("target/sarif-tool");
-    let bin = dir.join("node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool");
-    if !bin.exists() {
-        let _ = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg("@microsoft/sarif-multitool@5.7.0")
-            .output();
-    }
-    if bin.exists() {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755));
+    let bin = manifest()
+        .join("target/sarif-tool/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool");
+    if bin.is_file() {
         return Some(bin);
     }
     crate::common::skip_or_fail(
-        "the SARIF Multitool is not installed (npm install @microsoft/sarif-multitool@5.7.0)",
+        "the SARIF Multitool is not installed: run `. scripts/install-test-tools.sh` (or set CCHIST_SARIF_MULTITOOL)",
     );
     None
 }

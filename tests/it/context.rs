@@ -51,7 +51,8 @@ fn last_usage_sum(path: &std::path::Path) -> Option<u64> {
 }
 
 #[test]
-fn tokens_are_the_last_usage_sum_on_every_corpus_session() {
+#[ignore = "slow: every corpus session"]
+fn slow_tokens_are_the_last_usage_sum_on_every_corpus_session() {
     let mut files = common::main_sessions("real");
     files.extend(common::main_sessions("generated"));
     assert!(files.len() >= common::own_corpus_len("real").min(3));

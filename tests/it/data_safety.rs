@@ -234,7 +234,8 @@ fn applied_or_refused(o: &Output, what: &str, path: &Path) -> bool {
 
 // Item 3: two cchist writers on one idle session at once; neither update is lost.
 #[test]
-fn two_writers_on_one_session_lose_no_update() {
+#[ignore = "slow: a stress loop of concurrent writers (90 s)"]
+fn slow_two_writers_on_one_session_lose_no_update() {
     let d = tempfile::tempdir().unwrap();
     let bytes = session(ID, 3, false);
     let rounds: usize = std::env::var("CCHIST_LOCK_ROUNDS")
@@ -572,7 +573,6 @@ impl cchist::stages::Stage for Truncate {
 #[test]
 fn truncation_during_an_in_place_run_is_not_a_crash() {
     use cchist::engine::{pipeline::Pipeline, runner};
-    use cchist::io::input::Input;
     let d = tempfile::tempdir().unwrap();
     let mut bytes = Vec::new();
     while bytes.len() < 4 << 20 {
@@ -589,10 +589,7 @@ fn truncation_during_an_in_place_run_is_not_a_crash() {
         touch: false,
         break_links: false,
     };
-    let inp = Input::File {
-        path: p.clone(),
-        rel: format!("{ID}.jsonl").into(),
-    };
+    let inp = cchist::claude::layout::input(p.clone(), format!("{ID}.jsonl").into());
     // Reaching the assertion at all is the point: a mapped input faults before it.
     let r = runner::run_one(&pipeline, &inp, &mode);
     assert!(

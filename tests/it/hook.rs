@@ -454,6 +454,11 @@ fn a_scrub_file_or_share_folder_in_the_project_changes_nothing() {
 #[test]
 fn install_names_builtins_and_absolute_paths_warns_on_build_folders_and_status_shows_runs() {
     let r = Root::new();
+    // A binary in a `target/debug/` folder of its own, so that the warning does not depend on
+    // where this build put the real one (CARGO_TARGET_DIR may be anywhere).
+    let build = r.config().join("checkout/target/debug");
+    std::fs::create_dir_all(&build).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_cchist"), build.join("cchist")).unwrap();
     let out = r
         .cchist()
         .args([
@@ -463,7 +468,9 @@ fn install_names_builtins_and_absolute_paths_warns_on_build_folders_and_status_s
             "SessionEnd,Stop",
             "--pipeline",
             "share",
+            "--exe",
         ])
+        .arg(build.join("cchist"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));

@@ -9,6 +9,7 @@ mod common;
 
 mod bulk;
 mod check_policy;
+mod classify;
 mod cli_habits;
 mod context;
 mod data_safety;

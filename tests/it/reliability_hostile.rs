@@ -410,7 +410,8 @@ fn hostile_cases_through_the_binary() {
 
 /// A 100 MB single line (normal suite) through stdin, file, validate and in place.
 #[test]
-fn long_line_100mb() {
+#[ignore = "slow: a 100 MB line"]
+fn slow_long_line_100mb() {
     long_line(100 << 20);
 }
 

@@ -109,7 +109,8 @@ fn check_every_single_deletion(rel: &str, step: usize) {
 }
 
 #[test]
-fn single_deletion_then_relink_is_valid_generated() {
+#[ignore = "slow: every single deletion of every corpus session (2 min)"]
+fn slow_single_deletion_then_relink_is_valid_generated() {
     let sessions = main_sessions("generated");
     assert!(sessions.len() >= 5, "{sessions:?}");
     for f in sessions {
@@ -119,7 +120,8 @@ fn single_deletion_then_relink_is_valid_generated() {
 }
 
 #[test]
-fn single_deletion_then_relink_is_valid_real() {
+#[ignore = "slow: every single deletion of the real corpus sessions (2 min)"]
+fn slow_single_deletion_then_relink_is_valid_real() {
     for (f, step) in [
         // 1.0.x parallel tool calls (shape A), inline sidechains.
         (

@@ -141,3 +141,68 @@ fn no_orphaned_proptest_regression_files() {
         read.iter().map(|p| rel(p)).collect::<Vec<_>>().join("\n  ")
     );
 }
+
+/// The slow tier is what `.ci/run` selects with `cargo test -- --ignored slow_`: a test is in
+/// it when it is `#[ignore = "slow: …"]` and its name starts with `slow_`. One without the
+/// other would run in neither tier (ignored by default, missed by the filter) or slow down
+/// the default run; both fail here.
+#[test]
+fn the_slow_tier_is_marked_by_both_its_reason_and_its_name() {
+    let mut files = Vec::new();
+    walk(&root().join("tests"), &mut files);
+    walk(&root().join("src"), &mut files);
+    let mut wrong = Vec::new();
+    let mut slow = 0;
+    for path in files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
+        let Ok(text) = fs::read_to_string(path) else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            let marked = t.starts_with("#[ignore = \"slow:");
+            // The fn this attribute (or a macro arm's) applies to: the next `fn` line.
+            let named = t.starts_with("fn slow_") || t.starts_with("pub fn slow_");
+            if marked {
+                slow += 1;
+                let next = lines[i + 1..]
+                    .iter()
+                    .map(|l| l.trim_start())
+                    .find(|l| l.starts_with("fn ") || l.starts_with("pub fn "));
+                let ok = next.is_some_and(|l| {
+                    l.starts_with("fn slow_")
+                        || l.starts_with("fn $name")
+                        || l.starts_with("pub fn slow_")
+                });
+                if !ok {
+                    wrong.push(format!(
+                        "{}:{}: slow but not named slow_…",
+                        rel(path),
+                        i + 1
+                    ));
+                }
+            }
+            if named {
+                let attrs = lines[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|l| l.trim_start().starts_with("#["));
+                if !attrs
+                    .clone()
+                    .any(|l| l.trim_start().starts_with("#[ignore = \"slow:"))
+                {
+                    wrong.push(format!(
+                        "{}:{}: named slow_ but not #[ignore = \"slow: …\"]",
+                        rel(path),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(slow > 0, "no slow tier found; the walk is broken");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

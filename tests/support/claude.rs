@@ -4,7 +4,8 @@
 //! dir (its own `HOME`, `CLAUDE_CONFIG_DIR`, `TMPDIR` and project dir); nothing touches the real
 //! `~/.claude`, and no network is used.
 //!
-//! - [`claude_bin`] finds (or installs with npm) the CLI, or says why the test must skip.
+//! - [`claude_bin`] finds the CLI (`scripts/install-test-tools.sh` installs it), or says why
+//!   the test must skip.
 //! - [`resume`] / [`Sandbox::resume`] run `claude -p PROBE-CONTINUE --resume ID` and return the
 //!   conversation the CLI rebuilt from the transcript ([`Probe::messages`]).
 //! - [`generate`] scripts a fresh session (the CLI really runs the tools) and copies its transcript.
@@ -48,12 +49,14 @@ pub fn note(msg: &str) {
     let _ = writeln!(err, "[claude-cli] {msg}");
 }
 
-/// `<CARGO_MANIFEST_DIR>/target/claude-cli`: where the pinned CLI is installed with npm.
+/// `<CARGO_MANIFEST_DIR>/target/claude-cli`: where `scripts/install-test-tools.sh` installs the
+/// pinned CLI.
 pub fn install_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/claude-cli")
 }
 
-/// The CLI binary, from `CCHIST_CLAUDE_BIN` or the pinned npm install (installed on first use).
+/// The CLI binary, from `CCHIST_CLAUDE_BIN` or the pinned install under [`install_dir`]. Tests
+/// never install it themselves.
 ///
 /// `None` (with the reason on stderr) when it cannot be found; under CI (`CI` is `true` or `1`)
 /// a missing CLI panics so the suite cannot pass vacuously (`common::skip_or_fail`).
@@ -81,13 +84,10 @@ fn locate() -> Result<PathBuf, String> {
     if let Some(p) = pinned(&dir) {
         return Ok(p);
     }
-    npm_install(&dir)?;
-    pinned(&dir).ok_or_else(|| {
-        format!(
-            "npm install finished but no runnable CLI {CLAUDE_VERSION} under {}",
-            dir.display()
-        )
-    })
+    Err(format!(
+        "no runnable CLI {CLAUDE_VERSION} under {}: run `. scripts/install-test-tools.sh` (or set CCHIST_CLAUDE_BIN)",
+        dir.display()
+    ))
 }
 
 /// The first candidate under `dir` that reports the pinned version.
@@ -116,37 +116,6 @@ fn version_of(bin: &Path) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-/// `npm install --prefix DIR @anthropic-ai/claude-code@VERSION`, serialised across processes by
-/// an exclusive `flock` on `DIR/.install.lock` (released when the file closes).
-fn npm_install(dir: &Path) -> Result<(), String> {
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let lock = File::create(dir.join(".install.lock")).map_err(|e| e.to_string())?;
-    // SAFETY: flock on a file descriptor we own; it is released when `lock` is dropped.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-        return Err(format!("flock: {}", io::Error::last_os_error()));
-    }
-    if pinned(dir).is_some() {
-        return Ok(()); // another process installed it while we waited
-    }
-    note(&format!(
-        "installing @anthropic-ai/claude-code@{CLAUDE_VERSION} into {} (~370 MB)",
-        dir.display()
-    ));
-    let pkg = format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}");
-    let out = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-        .arg(dir)
-        .arg(&pkg)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run npm ({e}); install Node.js or set CCHIST_CLAUDE_BIN"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        return Err(format!("npm install {pkg} failed: {}", tail(&err, 1500)));
-    }
-    Ok(())
 }
 
 /// Claude Code's project dir name for `path`: every char outside `[A-Za-z0-9]` becomes `-`.

@@ -14,7 +14,7 @@
 //! A dropped tool call goes with its result(s) (and so its `toolUseResult`) and with the
 //! `progress`/hook records naming its id; pieces of an assistant message left with nothing but
 //! thinking go too. When anything with a uuid may be dropped the stage is session-scoped and
-//! ends by running [`relink`](super::relink::relink), so the chain stays valid. With only
+//! ends by running [`relink`], so the chain stays valid. With only
 //! capping and image replacement enabled it is record-scoped and streams.
 //!
 //! Not handled here: the `tool-results/<file>.txt` companion files of dropped calls stay on

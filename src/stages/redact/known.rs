@@ -18,7 +18,30 @@ use std::collections::BTreeMap;
 use aho_corasick::{AhoCorasick, MatchKind};
 
 use super::json::{self, Seg};
-use super::SecretBytes;
+
+/// The bytes of a secret a rule confirmed. `Debug` shows only their length, so that no report,
+/// log or panic message can hold them.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SecretBytes(pub Box<[u8]>);
+
+impl SecretBytes {
+    /// A copy of `b`.
+    pub fn new(b: &[u8]) -> SecretBytes {
+        SecretBytes(b.into())
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for SecretBytes {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretBytes({} bytes)", self.0.len())
+    }
+}
 
 /// Shorter values are never propagated: too many innocent strings hold them.
 pub const MIN_LEN: usize = 5;

@@ -58,11 +58,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{OptionError, Result};
-use crate::findings::Finding;
+use crate::stages::Finding;
 use crate::stages::{Cx, Stage, StageDef, Verdict};
 use crate::transcript::record::Record;
 use json::Seg;
-pub use redactor::{LineFinding, LineResult, Redactor, SecretBytes};
+pub use known::SecretBytes;
+pub use redactor::{LineFinding, LineResult, Redactor};
 
 /// The redactor of the default options, compiled once per process: what cchist shows of a
 /// session outside a pipeline (prompts in `ls` and `history`, ids in findings reports) goes
@@ -595,7 +596,7 @@ pub fn redact_text_file(
     };
     if let (Some(new), false) = (new, dry_run) {
         use std::os::unix::fs::PermissionsExt;
-        let mut tmp = crate::io::output::AtomicFile::create(path)?;
+        let mut tmp = crate::io::replace::temp(path)?;
         tmp.write_all(&new)?;
         tmp.commit(Some(meta.permissions().mode()), meta.modified().ok())?;
     }

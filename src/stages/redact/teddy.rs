@@ -53,9 +53,9 @@ impl Entry {
             Some(w) => {
                 let w = u32::from_le_bytes(w.try_into().expect("4 bytes")) | 0x2020_2020;
                 w & self.mask == self.head
-                    && (self.len <= 4 || super::scan::folded_eq(&text[start + 4..], &an[4..]))
+                    && (self.len <= 4 || folded_eq(&text[start + 4..], &an[4..]))
             }
-            None => super::scan::folded_eq(&text[start..], an),
+            None => folded_eq(&text[start..], an),
         }
     }
 }
@@ -292,6 +292,19 @@ fn vbmi() -> bool {
     {
         false
     }
+}
+
+/// ASCII case folding as the anchors are stored (`| 0x20`): the scanner's and Teddy's one
+/// rule, kept here, below the scanner that uses Teddy.
+#[inline(always)]
+pub(super) fn fold(b: u8) -> u8 {
+    b | 0x20
+}
+
+/// `text` starts with the folded `anchor` once folded.
+#[inline(always)]
+pub(super) fn folded_eq(text: &[u8], anchor: &[u8]) -> bool {
+    text.len() >= anchor.len() && text.iter().zip(anchor).all(|(&t, &a)| fold(t) == a)
 }
 
 /// True when this CPU runs [`Teddy::scan`].

@@ -1,7 +1,7 @@
 //! `summarize-range`: replace a range of turns or steps with one summary.
 //!
 //! The range is made of *segments*: each turn's head (its prompt and what precedes its first
-//! step) and each step ([`Step`]: one assistant message with the results answering it). It is
+//! step) and each step (`Step`: one assistant message with the results answering it). It is
 //! chosen by turn numbers (`turns = "3..10"`, 1-based and inclusive, as `history list` numbers
 //! them), `keep_last = N` (every turn before the last N), step numbers (`steps = "12..140"`,
 //! as `history list --steps` numbers them; a range may cross turns and takes the heads in

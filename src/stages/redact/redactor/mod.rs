@@ -7,12 +7,14 @@ use regex::bytes::Regex;
 use sha2::Sha256;
 
 use super::json::{self, esc, Frame, PathGlob, Seg, Tok};
+use super::known::SecretBytes;
 use super::scan::{self, Compiled, Engine, Found, Hit};
 use super::{checks, rules, RedactOptions, KEY_ENV};
 use crate::error::OptionError;
 use crate::transcript::record::Record;
 
 mod line;
+mod splice;
 
 /// Where the per-machine fingerprint key lives, under the user's config folder.
 const MACHINE_KEY_FILE: &str = "cchist/redact.key";
@@ -22,8 +24,8 @@ const MACHINE_KEY_FILE: &str = "cchist/redact.key";
 /// there is no config folder, it cannot be written, or the file is readable by others: a
 /// fingerprint keyed by a known key would let anyone confirm a guessed weak password.
 pub fn machine_key() -> Option<Vec<u8>> {
-    use std::io::{Read, Write};
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from)
@@ -52,18 +54,9 @@ pub fn machine_key() -> Option<Vec<u8>> {
         .ok()?;
     let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     // Written aside, then linked into place: a concurrent run either wins or reads ours.
-    let tmp = dir.join(format!(".redact.key.{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(format!("{hex}\n").as_bytes()).and(f.sync_all()));
-    let linked = written.and_then(|_| std::fs::hard_link(&tmp, &path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Some(hex.into_bytes()),
-        Err(_) => read(&path),
+    match crate::io::replace::persist_new(&path, format!("{hex}\n").as_bytes(), 0o600) {
+        Ok(true) => Some(hex.into_bytes()),
+        _ => read(&path),
     }
 }
 
@@ -90,30 +83,6 @@ pub struct LineFinding {
     /// The secret itself, kept in memory only: its other occurrences in the session are
     /// replaced too ([`super::known`]). Never printed (its `Debug` shows the length).
     pub secret: SecretBytes,
-}
-
-/// The bytes of a secret a rule confirmed. `Debug` shows only their length, so that no report,
-/// log or panic message can hold them.
-#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct SecretBytes(pub Box<[u8]>);
-
-impl SecretBytes {
-    /// A copy of `b`.
-    pub fn new(b: &[u8]) -> SecretBytes {
-        SecretBytes(b.into())
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for SecretBytes {
-    fn borrow(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretBytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SecretBytes({} bytes)", self.0.len())
-    }
 }
 
 /// The outcome for one line.

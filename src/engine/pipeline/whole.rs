@@ -1,0 +1,186 @@
+//! Whole-file runs: a session's companion files that are not records — plain text
+//! (`tool-results/*`) and copies (backups, `*.meta.json`) — get the stages' text
+//! transformation, or the stages that apply to copies, over the whole file at once.
+
+use super::*;
+
+impl Pipeline {
+    /// Run the stages' text transformation over a plain-text companion file; returns the new
+    /// text when some stage changed it.
+    ///
+    /// A companion that is not text ([`is_binary`]: a zip, an image a tool saved) is never
+    /// changed: rewritten as text it would no longer open. It is still searched (so `check`
+    /// reports what it holds), the report says so with the counter [`BINARY_SKIPPED`], and
+    /// the bytes stay as they are — a secret in it is reported, not redacted.
+    pub fn run_text(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
+        self.run_text_known(data, origin, &Known::default())
+    }
+
+    /// [`Pipeline::run_text`] knowing the secrets `seed`: their occurrences are replaced too.
+    pub fn run_text_known(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        seed: &Known,
+    ) -> Result<(Option<Vec<u8>>, FileReport)> {
+        let (new, mut report) = self.run_text_unchecked(data, origin, seed)?;
+        if !is_binary(data) {
+            return Ok((new, report));
+        }
+        report.changed = false;
+        report.bytes_out = report.bytes_in;
+        for (_, st) in &mut report.stages {
+            st.changed = 0;
+        }
+        report.counters.insert(BINARY_SKIPPED.into(), 1);
+        Ok((None, report))
+    }
+
+    fn run_text_unchecked(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        seed: &Known,
+    ) -> Result<(Option<Vec<u8>>, FileReport)> {
+        let mut report = self.new_report();
+        report.bytes_in = data.len() as u64;
+        let mut cx = self.new_cx(origin, seed);
+        let mut current: Option<Vec<u8>> = None;
+        for (i, stage) in self.stages.iter().enumerate() {
+            let input = current.as_deref().unwrap_or(data);
+            if let Some(new) = stage.text(input, &mut cx)? {
+                if new != input {
+                    report.stages[i].1.changed += 1;
+                    current = Some(new);
+                }
+            }
+        }
+        let pass = self.secret_pass();
+        if let Some(echoes) = (pass != Secrets::Ignores && !cx.known.is_empty())
+            .then(|| cx.known.echoes())
+            .flatten()
+        {
+            let input = current.as_deref().unwrap_or(data);
+            if let Some((new, found)) = echoes.text(input) {
+                for e in &found {
+                    let k = echoes.secret(e.secret);
+                    cx.findings.push(Finding {
+                        rule: k.rule.clone(),
+                        line: 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count(),
+                        uuid: None,
+                        path: None,
+                        fingerprint: (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone()),
+                        message: "another occurrence of a secret found in this session".into(),
+                        kind: Some(crate::findings::ECHO),
+                    });
+                }
+                cx.count("redact/echoes", found.len() as u64);
+                if pass == Secrets::Replaces {
+                    if let Some(i) = self.last_secret_stage() {
+                        report.stages[i].1.changed += 1;
+                    }
+                    current = Some(new);
+                }
+            }
+        }
+        report.changed = current.is_some();
+        report.bytes_out = current.as_ref().map_or(data.len(), Vec::len) as u64;
+        report.findings = cx.findings;
+        report.counters = cx.counters;
+        Ok((current, report))
+    }
+
+    /// Run the stages that apply to copies ([`Stage::applies_to_copies`]: redaction) over a
+    /// copy of a session — a backup, a JSON document beside it — and nothing else: every JSON
+    /// line through their record transformation, any other line through their text one.
+    /// Returns the new bytes when something changed.
+    pub fn run_copy(&self, data: &[u8], origin: &Origin) -> Result<(Option<Vec<u8>>, FileReport)> {
+        self.run_copy_known(data, origin, &Known::default())
+    }
+
+    /// [`Pipeline::run_copy`] knowing the secrets `seed`: their occurrences are replaced too.
+    pub fn run_copy_known(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        seed: &Known,
+    ) -> Result<(Option<Vec<u8>>, FileReport)> {
+        let mut report = self.new_report();
+        report.bytes_in = data.len() as u64;
+        let mut cx = self.new_cx(origin, seed);
+        let mut out = Vec::new();
+        let mut changed = false;
+        let copy_stages: Vec<(usize, &dyn Stage)> = self
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.applies_to_copies())
+            .map(|(i, s)| (i, s.as_ref()))
+            .collect();
+        let mut sink = crate::io::output::SpanWriter::new(&mut out);
+        for l in framing::lines(data, 1) {
+            let term = l.term;
+            let mut rec = Record::from_line(l);
+            report.records += 1;
+            let mut text: Option<Vec<u8>> = None;
+            let is_json = check_json(rec.raw()).is_ok();
+            for &(i, stage) in &copy_stages {
+                if is_json {
+                    let before = rec.edits();
+                    stage.record(&mut rec, &mut cx)?;
+                    if rec.edits() != before {
+                        report.stages[i].1.changed += 1;
+                    }
+                } else {
+                    let cur = text.as_deref().unwrap_or(rec.raw());
+                    if let Some(new) = stage.text(cur, &mut cx)? {
+                        if new != cur {
+                            report.stages[i].1.changed += 1;
+                            text = Some(new);
+                        }
+                    }
+                }
+            }
+            let io = |e| Error::io(origin, "write", e);
+            if let Some(t) = text {
+                changed = true;
+                sink.put_span(&t).map_err(io)?;
+                sink.put_span(term.bytes()).map_err(io)?;
+            } else {
+                changed |= rec.is_changed();
+                sink.put(&rec).map_err(io)?;
+            }
+        }
+        sink.finish().map_err(|e| Error::io(origin, "write", e))?;
+        drop(sink);
+        let pass = self.secret_pass();
+        if pass != Secrets::Ignores && !cx.known.is_empty() {
+            let before = if changed { &out[..] } else { data };
+            let mut echoed = Vec::with_capacity(before.len());
+            let was = report.changed;
+            report.changed = false;
+            {
+                let mut w = crate::io::output::SpanWriter::new(&mut echoed);
+                self.write_known(
+                    std::iter::once((before, false)),
+                    1,
+                    pass,
+                    &mut cx,
+                    &mut report,
+                    &mut w,
+                )?;
+            }
+            if report.changed {
+                changed = true;
+                out = echoed;
+            }
+            report.changed = was;
+        }
+        report.changed = changed;
+        report.records_out = report.records;
+        report.bytes_out = if changed { out.len() } else { data.len() } as u64;
+        report.findings = cx.findings;
+        report.counters = cx.counters;
+        Ok((changed.then_some(out), report))
+    }
+}

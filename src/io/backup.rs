@@ -1,0 +1,249 @@
+//! Backups: the one home of their names, their listing, their staging and the record of what
+//! the edit that left one wrote (so that `undo` can tell whether the file changed since).
+//!
+//! A backup is `<file><suffix>` beside the file. cchist's own suffix, [`BACKUP_MARK`] and a
+//! stamp, is one `undo` restores; `--backup=SUFFIX` writes any other suffix, which nothing
+//! restores ([`copies`] finds those). Every backup is staged from the bytes that were read
+//! (never copied from the path) and renamed into place, so a link planted at a backup's name
+//! is replaced, never followed.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::error::{Error, Origin, Result};
+use crate::io::input::InputFile;
+use crate::io::output::{is_temp_name, AtomicFile};
+
+/// Marker in the names of cchist's backups: `<file>.cchist-bak.<stamp>` beside the file.
+pub const BACKUP_MARK: &str = ".cchist-bak.";
+
+/// Marker in the name of what a forced undo replaced: `<session>.jsonl.cchist-undone.<stamp>`.
+pub const UNDONE_MARK: &str = ".cchist-undone.";
+
+/// The one generator of backup suffixes: `mark` followed by the stamp of `at`
+/// ([`crate::io::clock::file_stamp`]), which sorts as the times do.
+pub fn suffix_at(mark: &str, at: SystemTime) -> String {
+    format!("{mark}{}", crate::io::clock::file_stamp(at))
+}
+
+/// The path of `path`'s copy with `suffix`: `<path><suffix>`.
+pub fn name_of(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// True when `suffix` names a backup `undo` restores (cchist's own naming).
+pub fn is_undoable(suffix: &str) -> bool {
+    suffix.contains(BACKUP_MARK)
+}
+
+/// An undoable suffix for a backup of `path` taken now, whose name is free and sorts after
+/// every earlier backup of the same file (so that the newest is the one `undo` restores).
+pub fn fresh_suffix(path: &Path) -> String {
+    let mut stamp = suffix_at(BACKUP_MARK, SystemTime::now());
+    let newest = backups(path).pop();
+    // A newest backup stamped after now (a clock set back) would make every stamp of now sort
+    // before it: count on from its suffix instead.
+    if let Some(b) = &newest {
+        if name_of(path, &stamp) <= *b {
+            use std::os::unix::ffi::OsStrExt;
+            let tail = &b.as_os_str().as_bytes()[path.as_os_str().len()..];
+            stamp = String::from_utf8_lossy(tail).into_owned();
+        }
+    }
+    for n in 0u32.. {
+        let suffix = if n == 0 {
+            stamp.clone()
+        } else {
+            format!("{stamp}.{n:04}")
+        };
+        let p = name_of(path, &suffix);
+        if !p.exists() && newest.as_ref().is_none_or(|b| p > *b) {
+            return suffix;
+        }
+    }
+    unreachable!("some suffix is free")
+}
+
+/// cchist's backups of `path` (`<path>.cchist-bak.<stamp>`), oldest first.
+pub fn backups(path: &Path) -> Vec<PathBuf> {
+    beside(path, |name, n| {
+        n.starts_with(&format!("{name}{BACKUP_MARK}"))
+    })
+}
+
+/// The other copies of `path` beside it: every regular file whose name is `path`'s name
+/// followed by anything — what `--backup=SUFFIX` writes (`.bak`, `~`, `-orig`, any suffix),
+/// what a forced undo replaced (`.cchist-undone.<time>`) — except cchist's undoable backups
+/// ([`backups`], which undo restores) and temp files; sorted by name. Each holds the
+/// session as it was, secrets included, so `check` scans them and `backups list` lists them.
+pub fn copies(path: &Path) -> Vec<PathBuf> {
+    beside(path, |name, n| {
+        n.len() > name.len()
+            && n.starts_with(name)
+            && !n.starts_with(&format!("{name}{BACKUP_MARK}"))
+    })
+}
+
+/// The regular files in `path`'s folder (temp files aside) whose name `keep(path's name,
+/// theirs)` accepts, sorted by name: the one walk behind [`backups`] and [`copies`].
+fn beside(path: &Path, keep: impl Fn(&str, &str) -> bool) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (
+        path.parent(),
+        path.file_name().map(|n| n.to_string_lossy().into_owned()),
+    ) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            keep(&name, &n) && !is_temp_name(&n)
+        })
+        .map(|e| path.with_file_name(e.file_name()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A backup written beside its file and not yet given its name ([`Staged::persist`]).
+pub struct Staged {
+    tmp: AtomicFile,
+    /// The name it takes.
+    pub path: PathBuf,
+}
+
+impl Staged {
+    /// Rename the backup into place.
+    pub fn persist(self) -> Result<PathBuf> {
+        let o = Origin::file(&self.path);
+        self.tmp.persist().map_err(|e| Error::io(&o, "backup", e))?;
+        Ok(self.path)
+    }
+}
+
+/// Write the bytes that were read (`f`) into a temp file that becomes `<path><suffix>` on
+/// [`Staged::persist`]: same mode, owner (when permitted) and mtime as the original, fsynced.
+pub fn stage(path: &Path, suffix: &str, f: &InputFile) -> Result<Staged> {
+    let bpath = name_of(path, suffix);
+    let o = Origin::file(&bpath);
+    let mut b = AtomicFile::create(&bpath).map_err(|e| Error::io(&o, "backup", e))?;
+    b.write_all(&f.data)
+        .map_err(|e| Error::io(&o, "backup", e))?;
+    let _ = std::os::unix::fs::fchown(b.file_ref(), Some(f.meta.uid()), Some(f.meta.gid()));
+    b.prepare(Some(f.meta.mode()), f.meta.modified().ok())
+        .map_err(|e| Error::io(&o, "backup", e))?;
+    Ok(Staged {
+        tmp: b,
+        path: bpath,
+    })
+}
+
+/// Where the record of what an edit wrote is kept: `.<backup name>.written` beside the backup
+/// (hidden, and outside the backup names [`backups`] lists).
+fn written_record(backup: &Path) -> PathBuf {
+    let name = backup
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    backup.with_file_name(format!(".{name}.written"))
+}
+
+/// What a file holds, to notice later whether it changed: its length and SHA-256.
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Fingerprint {
+    len: u64,
+    sha256: String,
+}
+
+fn fingerprint(bytes: &[u8]) -> Fingerprint {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    Fingerprint {
+        len: bytes.len() as u64,
+        sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+/// Note what the in-place edit that left `backup` wrote to `path`, so that `undo` can tell
+/// whether the file changed since (turns appended by a resumed session would be lost).
+pub fn record_written(path: &Path, backup: &Path) -> Result<()> {
+    let data = std::fs::read(path).map_err(|e| Error::io(&Origin::file(path), "read", e))?;
+    let rec = written_record(backup);
+    let o = Origin::file(&rec);
+    // Beside the backup, never replacing a transcript: the plain temp-and-rename suffices
+    // (and keeps this below `replace`, which calls it).
+    let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
+    serde_json::to_writer(&mut tmp, &fingerprint(&data))
+        .map_err(|e| Error::io(&o, "write", e.into()))?;
+    tmp.commit(Some(0o600), None)
+        .map_err(|e| Error::io(&o, "rename", e))
+}
+
+/// How `now` (the file as it is) differs from what the edit that left `backup` wrote: `None`
+/// when it is what the edit wrote; otherwise why `undo` would lose something.
+pub fn change_since(backup: &Path, now: &[u8]) -> Option<String> {
+    let expected: Option<Fingerprint> = std::fs::read(written_record(backup))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    match &expected {
+        Some(e) if *e == fingerprint(now) => None,
+        Some(e) => Some(describe_change(now, e)),
+        None => Some("there is no record of what the edit wrote (a backup left by an older cchist?), so cchist cannot tell whether it changed since".to_string()),
+    }
+}
+
+/// Remove `backup` (restored) and the record of what its edit wrote.
+pub fn remove(backup: &Path) -> Result<()> {
+    std::fs::remove_file(backup).map_err(|e| Error::io(&Origin::file(backup), "remove", e))?;
+    let _ = std::fs::remove_file(written_record(backup));
+    Ok(())
+}
+
+/// How `now` differs from what an edit wrote (`then`).
+fn describe_change(now: &[u8], then: &Fingerprint) -> String {
+    let was = then.len as usize;
+    if now.len() > was && fingerprint(&now[..was]) == *then {
+        let added = &now[was..];
+        let lines = memchr::memchr_iter(b'\n', added).count();
+        return format!(
+            "{} bytes ({lines} lines) were appended after it (the session was resumed?)",
+            added.len()
+        );
+    }
+    format!(
+        "its content differs from what the edit wrote ({} bytes now, {} then)",
+        now.len(),
+        was
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_suffix_sorts_after_every_earlier_backup() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("s.jsonl");
+        std::fs::write(&f, "x\n").unwrap();
+        // A backup from the far future: the next one must still sort after it.
+        let later = name_of(&f, &format!("{BACKUP_MARK}99991231T235959Z"));
+        std::fs::write(&later, "x\n").unwrap();
+        let s = fresh_suffix(&f);
+        assert!(is_undoable(&s));
+        assert!(name_of(&f, &s) > later, "{s}");
+        assert_eq!(backups(&f), vec![later]);
+    }
+}

@@ -1,0 +1,367 @@
+//! The one way cchist puts bytes at a path: every writer (the runner in place and into a
+//! mirror folder, fork and undo, settings, the key file, `redact_file`) comes here.
+//!
+//! Replacing a file someone else may be appending to ([`open`], then [`commit`]):
+//!
+//! 1. check it is replaceable (no link, a regular file, no other hard links unless asked),
+//!    lock it (another cchist goes first) and read it, noting size, inode, mtime and ctime;
+//! 2. write the new content to a temp file beside it ([`temp`]); give it the original's owner,
+//!    mode and mtime and fsync it, and stage the backup the same way — everything slow first;
+//! 3. stat the path again: if anything changed, drop the temp files and fail with
+//!    [`Error::Concurrent`] (the caller retries, then gives up leaving the file as it is);
+//! 4. lock the replacement, rename the backup, then the new content, into place;
+//! 5. carry over what a writer appended to the old inode between 3 and 4 (or, when asked,
+//!    nothing: the re-check in 3 already refused).
+//!
+//! What remains: a writer that opened the file before the rename and writes after step 5 — or
+//! one that keeps its descriptor open for good, which Claude Code does not do — writes into
+//! the old inode, which has no name any more (or only the backup's). Records carried over in
+//! step 5 come after any a writer appended to the new file in the microseconds between 4 and
+//! 5, so their order in the file can differ from the order they were written in.
+
+use std::io::{self, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use crate::error::{Error, Origin, Result};
+use crate::io::backup;
+use crate::io::input::{self, InputFile};
+use crate::io::lock;
+use crate::io::output::AtomicFile;
+
+/// A temp file beside `path` that the new content is written to; it replaces `path` only
+/// through [`commit`] or [`persist_new`], and removes itself when dropped.
+pub fn temp(path: &Path) -> io::Result<AtomicFile> {
+    AtomicFile::create(path)
+}
+
+/// Check that `path` may be replaced, lock it and read it whole: step 1.
+pub fn open(path: &Path, break_links: bool) -> Result<InputFile> {
+    check_replaceable(path, break_links)?;
+    let origin = Origin::file(path);
+    input::read_locked(lock::lock_path(path, lock::wait_bound()?)?, &origin)
+}
+
+/// Who owns the replacement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// The original's owner, or refuse: a user's transcript is never handed to whoever ran
+    /// cchist.
+    Keep,
+    /// The original's owner when permitted, else whoever runs cchist.
+    Try,
+}
+
+/// What to do with bytes appended to the original between the last check and the rename.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// Copy them onto the end of the replacement (`bytes-appended-during-replace`).
+    CarryOver,
+    /// Nothing: only the re-check guards (a restore that must not mix two versions).
+    Ignore,
+}
+
+/// How [`commit`] replaces a file.
+#[derive(Debug, Clone, Copy)]
+pub struct Replace<'a> {
+    /// Keep the original as `<path><suffix>`.
+    pub backup: Option<&'a str>,
+    /// Record beside the backup what was written, so that `undo` can tell whether the file
+    /// changed since ([`backup::record_written`]).
+    pub record: bool,
+    /// The replacement's mode.
+    pub mode: u32,
+    /// The replacement's mtime (`None`: now).
+    pub mtime: Option<SystemTime>,
+    /// Its owner.
+    pub owner: Owner,
+    /// Appends during the replace.
+    pub appended: Appended,
+}
+
+impl Replace<'_> {
+    /// An in-place edit of `was`: its owner, mode and (unless `touch`) mtime, appends carried
+    /// over.
+    pub fn in_place<'a>(was: &InputFile, backup: Option<&'a str>, touch: bool) -> Replace<'a> {
+        Replace {
+            backup,
+            // A backup in cchist's own naming is one `undo` restores.
+            record: backup.is_some_and(backup::is_undoable),
+            mode: was.meta.mode(),
+            mtime: if touch {
+                None
+            } else {
+                was.meta.modified().ok()
+            },
+            owner: Owner::Keep,
+            appended: Appended::CarryOver,
+        }
+    }
+}
+
+/// What [`commit`] did.
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// Bytes a concurrent writer appended during the replace, carried over.
+    pub carried: u64,
+    /// Where the backup went.
+    pub backup: Option<std::path::PathBuf>,
+}
+
+/// Replace `path` (read by [`open`] as `was`, still locked) by the content written to `tmp`:
+/// steps 2 to 5.
+pub fn commit(
+    path: &Path,
+    was: &InputFile,
+    mut tmp: AtomicFile,
+    how: Replace,
+) -> Result<Committed> {
+    let origin = Origin::file(path);
+    match how.owner {
+        Owner::Keep => keep_owner(tmp.file_ref(), &was.meta, path)?,
+        Owner::Try => {
+            let _ = std::os::unix::fs::fchown(
+                tmp.file_ref(),
+                Some(was.meta.uid()),
+                Some(was.meta.gid()),
+            );
+        }
+    }
+    // Everything slow (fsync, the backup) happens before the last check, so that the window
+    // between that check and the rename is two system calls.
+    tmp.prepare(Some(how.mode), how.mtime)
+        .map_err(|e| Error::io(&origin, "write", e))?;
+    let staged = match how.backup {
+        Some(suffix) => Some(backup::stage(path, suffix, was)?),
+        None => None,
+    };
+    // Did the file grow or change while we read it (a live session appending)?
+    let now = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
+    if changed_since(&now, &was.meta) {
+        return Err(Error::Concurrent { path: origin });
+    }
+    // Lock the replacement before it gets the name: a cchist that opens the path after the
+    // rename must wait until the carry-over below is done.
+    let new_lock = tmp
+        .file_ref()
+        .try_clone()
+        .and_then(|c| lock::lock_file(&c).map(|()| c))
+        .map_err(|e| Error::io(&origin, "lock", e))?;
+    let backup = match staged {
+        Some(s) => Some(s.persist()?),
+        None => None,
+    };
+    tmp.persist().map_err(|e| Error::io(&origin, "rename", e))?;
+    // A writer that appended between the check and the rename wrote to the old inode, which
+    // now has no name (or only the backup's): carry those bytes over to the new file.
+    let carried = match how.appended {
+        Appended::CarryOver => carry_over(&was.file, was.meta.len(), path)
+            .map_err(|e| Error::io(&origin, "carry over appended records", e))?,
+        Appended::Ignore => 0,
+    };
+    drop(new_lock);
+    if let (Some(b), true) = (&backup, how.record) {
+        backup::record_written(path, b)?;
+    }
+    Ok(Committed { carried, backup })
+}
+
+/// Mode, mtime and owner of a file [`write_file`] writes.
+#[derive(Debug, Clone, Copy)]
+pub struct Attrs {
+    /// Its mode.
+    pub mode: u32,
+    /// Its mtime (`None`: now).
+    pub mtime: Option<SystemTime>,
+    /// Its owner, when permitted (`None`: whoever runs cchist).
+    pub owner: Option<(u32, u32)>,
+}
+
+impl Attrs {
+    /// Mode 0600, now, ours.
+    pub fn private() -> Attrs {
+        Attrs::mode(0o600)
+    }
+
+    /// `mode`, now, ours.
+    pub fn mode(mode: u32) -> Attrs {
+        Attrs {
+            mode,
+            mtime: None,
+            owner: None,
+        }
+    }
+
+    /// The mode, and the owner when permitted, of `meta` (a file this one copies).
+    pub fn like(meta: &std::fs::Metadata) -> Attrs {
+        Attrs {
+            mode: meta.mode(),
+            mtime: None,
+            owner: Some((meta.uid(), meta.gid())),
+        }
+    }
+}
+
+/// Write `bytes` to `path` atomically — a file cchist makes (a fork, a mirror, a record,
+/// settings) or a replacement nobody appends to: created, or replaced by rename.
+pub fn write_file(path: &Path, bytes: &[u8], attrs: &Attrs) -> Result<()> {
+    let o = Origin::file(path);
+    let mut tmp = temp(path).map_err(|e| Error::io(&o, "create", e))?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io(&o, "write", e))?;
+    finish_file(path, tmp, attrs)
+}
+
+/// [`write_file`] for content already written to `tmp` ([`temp`]): give it `attrs`, fsync,
+/// rename over `path`.
+pub fn finish_file(path: &Path, tmp: AtomicFile, attrs: &Attrs) -> Result<()> {
+    let o = Origin::file(path);
+    if let Some((uid, gid)) = attrs.owner {
+        let _ = std::os::unix::fs::fchown(tmp.file_ref(), Some(uid), Some(gid));
+    }
+    tmp.commit(Some(attrs.mode), attrs.mtime)
+        .map_err(|e| Error::io(&o, "rename", e))
+}
+
+/// Write `bytes` to `path` only when nothing is there yet: written aside, fsynced, then
+/// linked into place, so a concurrent writer either wins or finds ours. `Ok(false)` when
+/// `path` already existed (then it is left as it is).
+pub fn persist_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
+    let mut tmp = temp(path)?;
+    tmp.write_all(bytes)?;
+    tmp.prepare(Some(mode), None)?;
+    match std::fs::hard_link(tmp.temp_path(), path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+    // Dropping `tmp` removes the temp name; the linked name stays.
+}
+
+/// Give the replacement the original's owner and group. Refuses (rather than silently handing
+/// a user's transcript to whoever ran cchist) when that is not permitted.
+fn keep_owner(tmp: &std::fs::File, was: &std::fs::Metadata, path: &Path) -> Result<()> {
+    let now = tmp
+        .metadata()
+        .map_err(|e| Error::io(&Origin::file(path), "stat", e))?;
+    if now.uid() == was.uid() && now.gid() == was.gid() {
+        return Ok(());
+    }
+    std::os::unix::fs::fchown(tmp, Some(was.uid()), Some(was.gid())).map_err(|e| {
+        Error::Other(format!(
+            "{}: owned by uid {} gid {}, and this user cannot give the replacement that owner ({e}); it was left untouched — run cchist as its owner",
+            path.display(),
+            was.uid(),
+            was.gid()
+        ))
+    })
+}
+
+/// Refuse to replace what an in-place write must not: a link (the rename would replace the
+/// link, not what it points to), anything but a regular file, and a file with other hard
+/// links unless `break_links` (the other names would keep the old content).
+pub fn check_replaceable(path: &Path, break_links: bool) -> Result<()> {
+    let origin = Origin::file(path);
+    let lmeta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&origin, "stat", e))?;
+    if lmeta.file_type().is_symlink() {
+        return Err(Error::Other(format!(
+            "{}: is a symbolic link; cchist does not replace links in place (pass the real file)",
+            path.display()
+        )));
+    }
+    if !lmeta.file_type().is_file() {
+        return Err(Error::Other(format!(
+            "{}: is not a regular file; cchist replaces only regular files in place",
+            path.display()
+        )));
+    }
+    if lmeta.nlink() > 1 && !break_links {
+        return Err(Error::Other(format!(
+            "{}: has {} hard links; replacing it would leave the other names with the old content (secrets included). Pass --break-hard-links to replace this name anyway, or process a copy",
+            path.display(),
+            lmeta.nlink()
+        )));
+    }
+    Ok(())
+}
+
+/// True when `now` (the path, just stat'ed) is not the file that was read as `then`.
+fn changed_since(now: &std::fs::Metadata, then: &std::fs::Metadata) -> bool {
+    now.len() != then.len()
+        || now.ino() != then.ino()
+        || now.dev() != then.dev()
+        || now.mtime() != then.mtime()
+        || now.mtime_nsec() != then.mtime_nsec()
+        || now.ctime() != then.ctime()
+        || now.ctime_nsec() != then.ctime_nsec()
+}
+
+/// After `path` was replaced: append to it whatever a concurrent writer added to the old
+/// inode (`old`, which held `len` bytes at the last check). Waits briefly for a write in
+/// progress to end its line. Returns the number of bytes carried over.
+fn carry_over(old: &std::fs::File, len: u64, path: &Path) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut done = len;
+    let mut last_byte = b'\n';
+    let mut out: Option<std::fs::File> = None;
+    for _ in 0..200 {
+        let size = old.metadata()?.len();
+        if size <= done {
+            if last_byte == b'\n' {
+                break;
+            }
+            // A line in progress: give its writer a moment to finish it.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            continue;
+        }
+        let mut buf = vec![0; (size - done) as usize];
+        old.read_exact_at(&mut buf, done)?;
+        let o = match &mut out {
+            Some(o) => o,
+            None => out.insert(std::fs::OpenOptions::new().append(true).open(path)?),
+        };
+        o.write_all(&buf)?;
+        last_byte = *buf.last().expect("non-empty");
+        done = size;
+    }
+    if let Some(o) = out {
+        o.sync_all()?;
+    }
+    Ok(done - len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persist_new_never_replaces_what_is_there() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("key");
+        assert!(persist_new(&p, b"first\n", 0o600).unwrap());
+        assert!(!persist_new(&p, b"second\n", 0o600).unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), b"first\n");
+        // No temp file is left beside it.
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_replace_keeps_an_undoable_backup_and_its_record() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("s.jsonl");
+        std::fs::write(&p, "old\n").unwrap();
+        let was = open(&p, false).unwrap();
+        let mut tmp = temp(&p).unwrap();
+        tmp.write_all(b"new\n").unwrap();
+        let suffix = backup::fresh_suffix(&p);
+        let done = commit(&p, &was, tmp, Replace::in_place(&was, Some(&suffix), false)).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new\n");
+        let b = done.backup.unwrap();
+        assert_eq!(std::fs::read(&b).unwrap(), b"old\n");
+        assert_eq!(backup::change_since(&b, b"new\n"), None);
+        assert!(backup::change_since(&b, b"new\nmore\n")
+            .unwrap()
+            .contains("appended"));
+    }
+}
