@@ -10,6 +10,7 @@ pub mod edit;
 pub mod history;
 pub mod hook;
 pub mod hook_install;
+pub mod import;
 pub mod ls;
 mod plan;
 mod print;
