@@ -194,8 +194,8 @@ impl Source for Messages {
         if t.starts_with(b"[") {
             return true;
         }
-        let first = t.split(|&b| b == b'\n').next().unwrap_or(b"");
-        let has = |k: &str| memchr::memmem::find(first, k.as_bytes()).is_some();
+        // A pretty-printed document names its keys on later lines: search the whole head.
+        let has = |k: &str| memchr::memmem::find(t, k.as_bytes()).is_some();
         has("\"messages\"") || has("\"input\"") || has("\"role\"")
     }
 

@@ -18,6 +18,7 @@ mod fork_companions;
 mod gitleaks_examples;
 mod hook;
 mod identity;
+mod import;
 mod known_secrets;
 mod newcomer;
 mod redact;
