@@ -82,6 +82,10 @@ pub struct ImportArgs {
     /// Codex compactions: the full history, or only what the model saw after the last one.
     #[arg(long, value_enum, default_value = "full")]
     pub history: HistoryArg,
+    /// The model every imported assistant message names. Claude Code sends signed thinking
+    /// back only from records of the model it resumes with: give that model here to keep it.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
     /// The report as JSON (on stdout; on stderr with `-o -`).
     #[arg(long)]
     pub json: bool,
@@ -183,6 +187,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitStatus> {
             HistoryArg::Full => History::Full,
             HistoryArg::Active => History::Active,
         },
+        model: args.model.clone(),
     };
     let project = args.project.as_deref().map(real);
     let here = real(&std::env::current_dir().context("current directory")?);

@@ -23,6 +23,11 @@ pub struct Target {
     pub cwd: String,
     /// The git branch the records name (`""` when unknown, as the CLI writes outside git).
     pub git_branch: String,
+    /// The model assistant records name when the message names none (or always, with
+    /// `--model`; see [`super::Options::model`]).
+    pub model: Option<String>,
+    /// True when `model` overrides the messages' own (`--model`).
+    pub force_model: bool,
     /// The source's name, for text renderings (`codex`).
     pub source: &'static str,
 }
@@ -107,7 +112,7 @@ pub fn build(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<u8> {
                         "id": id,
                         "type": "message",
                         "role": "assistant",
-                        "model": m.model.clone().unwrap_or_else(|| format!("{}-import", t.source)),
+                        "model": model_of(m, t),
                         "content": content,
                         "stop_reason": if tool { "tool_use" } else { "end_turn" },
                         "stop_sequence": null,
@@ -123,6 +128,19 @@ pub fn build(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<u8> {
         parent = Some(uuid);
     }
     out
+}
+
+/// The model an assistant record names: `--model`, else the message's, else the
+/// conversation's, else `<source>-import` (never `<synthetic>`, which the CLI treats as its
+/// own placeholder).
+fn model_of(m: &Message, t: &Target) -> String {
+    if let (true, Some(forced)) = (t.force_model, &t.model) {
+        return forced.clone();
+    }
+    m.model
+        .clone()
+        .or_else(|| t.model.clone())
+        .unwrap_or_else(|| format!("{}-import", t.source))
 }
 
 fn block_json(b: &Block) -> Value {
@@ -438,6 +456,8 @@ mod tests {
             session_id: "11111111-1111-4111-8111-111111111111".into(),
             cwd: "/w".into(),
             git_branch: String::new(),
+            model: None,
+            force_model: false,
             source: "codex",
         }
     }

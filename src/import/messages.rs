@@ -82,10 +82,11 @@ fn block(b: &Value, report: &mut Report) -> Option<Block> {
                 );
                 return None;
             }
-            Block::Thinking {
+            report.add(&kind, Action::Kept, "signed: sent back on resume only when its record names the model resumed with (--model)");
+            return Some(Block::Thinking {
                 thinking: s("thinking"),
                 signature: sig,
-            }
+            });
         }
         "redacted_thinking" | "document" | "search_result" => Block::Raw(b.clone()),
         _ => {
@@ -207,6 +208,7 @@ impl Source for Messages {
         report: &mut Report,
     ) -> Result<Conversation, ImportError> {
         let mut out = Vec::new();
+        let mut model = None;
         // A whole JSON document, or else JSONL of messages.
         match serde_json::from_slice::<Value>(data) {
             Ok(doc) => {
@@ -220,6 +222,7 @@ impl Source for Messages {
                     _ => return Err(ImportError::at(path, 1, "expected an array of messages")),
                 };
                 if let Value::Object(o) = &doc {
+                    model = o.get("model").and_then(Value::as_str).map(str::to_string);
                     if o.contains_key("system") || o.contains_key("instructions") {
                         report.add(
                             "system",
@@ -242,6 +245,7 @@ impl Source for Messages {
         }
         Ok(Conversation {
             messages: out,
+            model,
             ..Conversation::default()
         })
     }

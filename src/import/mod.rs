@@ -127,6 +127,9 @@ pub struct Conversation {
     pub cwd: Option<String>,
     /// The git branch, when the source says.
     pub git_branch: Option<String>,
+    /// The model of the whole conversation, when the source names one (a request body's
+    /// `model`); a message's own model wins.
+    pub model: Option<String>,
 }
 
 /// What an import did with one kind of source item.
@@ -274,6 +277,10 @@ pub enum History {
 pub struct Options {
     /// Compaction policy.
     pub history: History,
+    /// The model every assistant record names (`--model`). Claude Code sends a thinking
+    /// block back only when its record names the model it resumes with (a signature is
+    /// bound to its model), so a Messages array with signed thinking needs this.
+    pub model: Option<String>,
 }
 
 /// One import format: recognises its files and reads one into a [`Conversation`].
@@ -408,6 +415,8 @@ pub fn convert(
             .or_else(|| conv.cwd.clone())
             .unwrap_or_else(|| fallback_cwd.to_string()),
         git_branch: conv.git_branch.clone().unwrap_or_default(),
+        model: opts.model.clone().or_else(|| conv.model.clone()),
+        force_model: opts.model.is_some(),
         source: source.name(),
     };
     let records = build::build(&conv, &target, &mut report);

@@ -15,6 +15,7 @@ mod edit_resume;
 mod history_resume;
 mod hook_cli;
 mod hook_resume;
+mod import_resume;
 mod redact_resume;
 mod repair_resume;
 mod resume;
