@@ -209,7 +209,11 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitStatus> {
             &here,
             &pipeline,
         )?;
-        let findings = cchist::findings::validate::validate(&imported.jsonl);
+        let findings = cchist::findings::validate::validate_named(
+            &imported.jsonl,
+            Some(&imported.target.session_id),
+            true,
+        );
         if let Some(f) = findings.first() {
             bail!(
                 "{}: the session built from it does not validate (line {}: {}); nothing was written — please report this",

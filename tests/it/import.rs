@@ -424,3 +424,72 @@ fn aider_history_is_text_turns() {
     );
     assert!(err.contains("aider's own output"));
 }
+
+/// What the converters of #26 got wrong, each a finding of `validate`: another agent's
+/// argument names under Claude's tool names, unsigned thinking, non-UUID uuids (`--strict`),
+/// a sessionId that is not the file name.
+#[test]
+fn validate_flags_what_other_converters_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stem = "11111111-1111-4111-8111-111111111111";
+    let other = "22222222-2222-4222-8222-222222222222";
+    let rec = |uuid: &str, parent: Option<&str>, sid: &str, kind: &str, content: Value| {
+        let mut v = serde_json::json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": sid,
+            "timestamp": "2026-11-30T10:00:00.000Z", "message": {"role": kind, "content": content}});
+        if kind == "assistant" {
+            v["message"]["model"] = "claude-opus-5-5".into();
+            v["message"]["id"] = format!("msg_{uuid}").into();
+        }
+        v.to_string() + "\n"
+    };
+    let u = |n: u8| format!("aaaaaaaa-0000-4000-8000-00000000000{n}");
+    let mut text = rec(&u(1), None, stem, "user", "go".into());
+    text += &rec(
+        &u(2),
+        Some(&u(1)),
+        stem,
+        "assistant",
+        serde_json::json!([
+        {"type": "thinking", "thinking": "plan", "signature": ""},
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"cmd": "ls"}},
+        {"type": "tool_use", "id": "t2", "name": "Edit", "input": {"raw": "*** Begin Patch"}}]),
+    );
+    text += &rec(
+        &u(3),
+        Some(&u(2)),
+        stem,
+        "user",
+        serde_json::json!([
+        {"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+        {"type": "tool_result", "tool_use_id": "t2", "content": "b"}]),
+    );
+    text += &rec("request_1", Some(&u(3)), other, "user", "more".into());
+    let file = tmp.path().join(format!("{stem}.jsonl"));
+    std::fs::write(&file, text).unwrap();
+    let rules = |strict: bool| -> Vec<String> {
+        let mut c = cchist();
+        c.args(["validate", "--format", "json"]).arg(&file);
+        if strict {
+            c.arg("--strict");
+        }
+        let out = c.output().unwrap();
+        assert_code(&out, 1);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["files"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        rules(false),
+        [
+            "tool-input-schema",
+            "tool-input-schema",
+            "unsigned-thinking",
+            "session-id-mismatch"
+        ]
+    );
+    assert!(rules(true).contains(&"non-uuid-uuid".to_string()));
+}
