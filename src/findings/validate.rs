@@ -352,7 +352,7 @@ pub fn is_uuid(s: &str) -> bool {
 
 /// The string fields each of Claude Code's built-in tools needs in its input (what the
 /// converters of #26 got wrong: `Bash{cmd}`, `Bash{command: [..]}`, `Edit{raw}`).
-const TOOL_SCHEMAS: &[(&str, &[&str])] = &[
+pub const TOOL_SCHEMAS: &[(&str, &[&str])] = &[
     ("Bash", &["command"]),
     ("Read", &["file_path"]),
     ("Write", &["file_path", "content"]),

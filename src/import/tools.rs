@@ -80,7 +80,20 @@ fn bash(
 /// Map `name(input)` of `dialect`, in working directory `cwd`.
 pub fn map(dialect: Dialect, name: &str, input: &Value, cwd: Option<&str>) -> Mapped {
     if dialect == Dialect::Native {
-        return Mapped::Calls(vec![(name.to_string(), input.clone())]);
+        // A built-in tool's name on inputs that tool does not take would read as a call the
+        // model could never have made (and `validate` flags it): text, like any unmapped call.
+        let fits = crate::findings::validate::TOOL_SCHEMAS
+            .iter()
+            .find(|(t, _)| *t == name)
+            .is_none_or(|(_, need)| {
+                need.iter()
+                    .all(|k| input.get(*k).is_some_and(Value::is_string))
+            });
+        return if fits {
+            Mapped::Calls(vec![(name.to_string(), input.clone())])
+        } else {
+            Mapped::Unmapped
+        };
     }
     let one = |n: &str, v: Value| Mapped::Calls(vec![(n.to_string(), v)]);
     let path = str_arg(input, &["file_path", "absolute_path", "path", "filePath"]);

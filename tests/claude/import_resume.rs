@@ -199,3 +199,43 @@ fn messages_array_round_trips_through_resume() {
     );
     assert_conversation_eq(&want, &got[..want.len()]);
 }
+
+/// The project folder as the pinned CLI computes it, in its long form: a working directory
+/// over 200 characters (with a `.`, an `é` — one UTF-16 unit — and an emoji — two) is cut,
+/// and a base-36 hash added. The sandbox's project dir is made a link to such a directory:
+/// the CLI runs in its real path, and `import --project` resolves the link as the CLI does.
+#[test]
+fn import_into_a_long_project_path_is_found_by_resume() {
+    if claude_bin().is_none() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let long = sb
+        .root()
+        .join(format!("very.long-é\u{1F600}-{}", "x".repeat(200)));
+    std::fs::create_dir_all(&long).expect("mkdir");
+    std::fs::remove_dir(sb.proj()).expect("rmdir proj");
+    std::os::unix::fs::symlink(&long, sb.proj()).expect("symlink");
+    let src = fixture(&sb, "messages/openai-chat.json");
+    let proj = sb.proj().to_string_lossy().into_owned();
+    let out = sb.cchist(&["import", src.to_str().unwrap(), "--project", &proj]);
+    let stdout = String::from_utf8(out.stdout).expect("utf8");
+    let id = stdout.trim().rsplit(' ').next().expect("id").to_string();
+    let real = long.canonicalize().expect("real path");
+    let folder = cchist::claude::layout::project_folder_name(&real.to_string_lossy());
+    assert!(
+        folder.len() > 201 && folder.contains("-very-long-----x"),
+        "{folder}"
+    );
+    let file = sb
+        .config_dir()
+        .join("projects")
+        .join(&folder)
+        .join(format!("{id}.jsonl"));
+    assert!(file.exists(), "{}", file.display());
+    let probe = sb.resume(&id, &[]).expect("CLI");
+    let sent = probe.expect_ok("session in a long project path");
+    assert!(serde_json::to_string(sent)
+        .unwrap()
+        .contains("config.env and src."));
+}
