@@ -27,6 +27,9 @@ pub enum Command {
     Run(cmd::run::RunArgs),
     /// Report structural defects: invalid lines, dangling parents, unpaired tool calls, …
     Validate(cmd::validate::ValidateArgs),
+    /// Continue another agent's conversation (Codex, Gemini CLI, aider, Messages API) in
+    /// Claude Code: a new session, redacted, with its tool calls on Claude Code's tools.
+    Import(cmd::import::ImportArgs),
     /// List projects and sessions under $CLAUDE_CONFIG_DIR (default ~/.claude).
     Ls(cmd::ls::LsArgs),
     /// How full a session's context is, when Claude Code will compact it, and what fills it.
@@ -208,6 +211,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitStatus> {
     match command {
         Command::Run(a) => cmd::run::run(a),
         Command::Validate(a) => cmd::validate::run(a),
+        Command::Import(a) => cmd::import::run(a),
         Command::Ls(a) => cmd::ls::run(a),
         Command::Context(a) => cmd::context::run(a),
         Command::Statusline(a) => cmd::statusline::run(a),

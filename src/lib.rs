@@ -49,6 +49,7 @@ pub mod claude;
 pub mod engine;
 pub mod error;
 pub mod findings;
+pub mod import;
 pub mod io;
 pub mod json;
 pub mod stages;

@@ -11,6 +11,7 @@ pub mod edit;
 pub mod history;
 pub mod hook;
 pub mod hook_install;
+pub mod import;
 pub mod ls;
 pub mod memory;
 mod plan;

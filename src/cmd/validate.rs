@@ -25,6 +25,10 @@ pub struct ValidateArgs {
     /// Which transcripts: a session, all, include/exclude globs.
     #[command(flatten)]
     pub scan: super::args::ScanArgs,
+    /// Also report what only a file another tool wrote gets wrong: uuids that are not UUIDs
+    /// (`cchist import` checks its output so).
+    #[arg(long)]
+    pub strict: bool,
     /// Print nothing but errors: the exit status says whether anything was found.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -59,7 +63,12 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
                 continue;
             }
         };
-        let findings = cchist::findings::validate::validate(&data);
+        let stem = match inp {
+            Input::File { path, .. } => path.file_stem().map(|s| s.to_string_lossy().into_owned()),
+            Input::Stdin => None,
+        };
+        let findings =
+            cchist::findings::validate::validate_named(&data, stem.as_deref(), args.strict);
         if !findings.is_empty() && status == ExitStatus::Ok {
             status = ExitStatus::Findings;
         }

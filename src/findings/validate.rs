@@ -66,6 +66,14 @@ impl LineFindings {
 
 /// Validate one transcript held in memory.
 pub fn validate(data: &[u8]) -> Vec<Finding> {
+    validate_named(data, None, false)
+}
+
+/// [`validate`], knowing the file's stem: a main session file is named by its session id
+/// (`<id>.jsonl`), so a stem that is a UUID must be every record's `sessionId`. `strict` adds
+/// what only matters to a file another tool wrote (`non-uuid-uuid`: hand-made and test
+/// sessions use short ids, which the CLI resumes).
+pub fn validate_named(data: &[u8], stem: Option<&str>, strict: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
     let n_lines = framing::lines(data, 1).count();
     let (mut invalid, mut not_object) = (LineFindings::default(), LineFindings::default());
@@ -136,6 +144,7 @@ pub fn validate(data: &[u8]) -> Vec<Finding> {
     check_references(&s, &mut findings);
     check_cycles(&s, &mut findings);
     check_tools(&s, &mut findings);
+    check_written_as_claude(&s, stem.filter(|s| is_uuid(s)), strict, &mut findings);
     check_split_messages(&s, &mut findings);
     check_damage(data, &s, &damage, &mut findings);
     findings.sort_by(|a, b| (a.line, &a.rule).cmp(&(b.line, &b.rule)));
@@ -327,6 +336,126 @@ fn check_tools(s: &Session<'_>, out: &mut Vec<Finding>) {
                     "orphan-tool-result",
                     format!("tool_result answers {id}, which no tool_use in this file has"),
                 ));
+            }
+        }
+    }
+}
+
+/// Whether `s` is a UUID as Claude Code writes them (8-4-4-4-12 hex digits).
+pub fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// The string fields each of Claude Code's built-in tools needs in its input (what the
+/// converters of #26 got wrong: `Bash{cmd}`, `Bash{command: [..]}`, `Edit{raw}`).
+pub const TOOL_SCHEMAS: &[(&str, &[&str])] = &[
+    ("Bash", &["command"]),
+    ("Read", &["file_path"]),
+    ("Write", &["file_path", "content"]),
+    ("Edit", &["file_path", "old_string", "new_string"]),
+];
+
+/// What a record written by Claude Code always is, and another writer (an importer) gets
+/// wrong: uuids that are UUIDs (with `strict`, in records that say which session they belong
+/// to), `sessionId` equal to
+/// the file's name, thinking blocks with their signature (the CLI drops one without), and
+/// built-in tool calls with the inputs those tools take.
+fn check_written_as_claude(
+    s: &Session<'_>,
+    stem: Option<&str>,
+    strict: bool,
+    out: &mut Vec<Finding>,
+) {
+    for (i, r) in s.records.iter().enumerate() {
+        let Some(h) = r.header() else { continue };
+        if let Some(sid) = h.session_id() {
+            if let Some(u) = h.uuid().filter(|u| strict && !is_uuid(u)) {
+                out.push(record_finding(
+                    s,
+                    i,
+                    "non-uuid-uuid",
+                    format!("uuid `{}` is not a UUID; Claude Code writes v4 UUIDs and other tools expect them", crate::findings::report::printable_text(u)),
+                ));
+            }
+            if let Some(stem) = stem.filter(|st| *st != sid) {
+                out.push(record_finding(
+                    s,
+                    i,
+                    "session-id-mismatch",
+                    format!("sessionId differs from the file name ({stem}.jsonl); the file name is the id `claude --resume` looks up"),
+                ));
+            }
+        }
+        if h.kind != Kind::Assistant {
+            continue;
+        }
+        let suspect = h.blocks().iter().any(|b| {
+            b.kind() == "thinking"
+                || (b.kind() == "tool_use"
+                    && b.name()
+                        .is_some_and(|n| TOOL_SCHEMAS.iter().any(|(t, _)| *t == n)))
+        });
+        if !suspect {
+            continue;
+        }
+        let Ok(v) = crate::transcript::record::parse_value(r.raw()) else {
+            continue;
+        };
+        let Some(blocks) = v.pointer("/message/content").and_then(|c| c.as_array()) else {
+            continue;
+        };
+        let claude_model = v
+            .pointer("/message/model")
+            .and_then(|m| m.as_str())
+            .is_some_and(|m| m.starts_with("claude"));
+        for b in blocks {
+            match b.get("type").and_then(|t| t.as_str()) {
+                // The CLI itself writes unsigned thinking for providers that sign nothing
+                // (measured: 2.1.17 with glm-4.7, 2.1.97 through OpenRouter) and drops it on
+                // resume: its own state. So only a Claude model's record is held to it.
+                Some("thinking")
+                    if claude_model
+                        && b.get("signature")
+                            .and_then(|s| s.as_str())
+                            .is_none_or(str::is_empty) =>
+                {
+                    out.push(record_finding(
+                        s,
+                        i,
+                        "unsigned-thinking",
+                        "thinking block without a signature: Claude Code drops it on resume and the API rejects it".into(),
+                    ));
+                }
+                Some("tool_use") => {
+                    let name = b.get("name").and_then(|n| n.as_str()).unwrap_or("");
+                    let Some((_, need)) = TOOL_SCHEMAS.iter().find(|(t, _)| *t == name) else {
+                        continue;
+                    };
+                    let input = b.get("input");
+                    let missing: Vec<&str> = need
+                        .iter()
+                        .copied()
+                        .filter(|k| !input.and_then(|i| i.get(*k)).is_some_and(|v| v.is_string()))
+                        .collect();
+                    if !missing.is_empty() {
+                        out.push(record_finding(
+                            s,
+                            i,
+                            "tool-input-schema",
+                            format!(
+                                "{name} call {} lacks the string field{} {} its tool takes; the model reads a call it could never have made",
+                                b.get("id").and_then(|v| v.as_str()).map(crate::findings::report::printable_text).unwrap_or_default(),
+                                if missing.len() == 1 { "" } else { "s" },
+                                missing.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                _ => {}
             }
         }
     }

@@ -17,6 +17,7 @@ mod history_resume;
 mod hook_cli;
 mod hook_manager;
 mod hook_resume;
+mod import_resume;
 mod live_edit;
 mod redact_resume;
 mod repair_resume;

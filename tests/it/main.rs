@@ -19,6 +19,7 @@ mod fork_companions;
 mod gitleaks_examples;
 mod hook;
 mod identity;
+mod import;
 mod known_secrets;
 mod newcomer;
 mod redact;

@@ -188,7 +188,7 @@ fn cases() -> Vec<Case> {
             // surrogate escape: serde_json refuses those when building a value.
             name: "lone-surrogate-edited",
             body: format!(
-                "{{\"type\":\"assistant\",\"uuid\":\"ls1\",\"parentUuid\":null,\"message\":{{\"id\":\"m1\",\"role\":\"assistant\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"toolu_ls\",\"name\":\"Bash\",\"input\":{{}}}}]}}}}\n{{\"type\":\"user\",\"uuid\":\"ls2\",\"parentUuid\":\"ls1\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_ls\",\"content\":\"\\ud83d {}\"}}]}}}}\n",
+                "{{\"type\":\"assistant\",\"uuid\":\"ls1\",\"parentUuid\":null,\"message\":{{\"id\":\"m1\",\"role\":\"assistant\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"toolu_ls\",\"name\":\"Bash\",\"input\":{{\"command\":\"ls\"}}}}]}}}}\n{{\"type\":\"user\",\"uuid\":\"ls2\",\"parentUuid\":\"ls1\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_ls\",\"content\":\"\\ud83d {}\"}}]}}}}\n",
                 "x".repeat(200_000)
             )
             .into_bytes(),

@@ -22,7 +22,7 @@ fn expected() -> BTreeMap<&'static str, Vec<(&'static str, usize)>> {
 pub fn mid_chain_unanswered_call() -> String {
     [
         r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
-        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]}}"#,
         r#"{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"go on"}}"#,
         "",
     ]
