@@ -97,9 +97,10 @@ pub fn build(data: &[u8]) -> Vec<u8> {
 fn pipelines() -> &'static [(&'static str, Pipeline)] {
     static P: OnceLock<Vec<(&'static str, Pipeline)>> = OnceLock::new();
     P.get_or_init(|| {
-        cchist::stages::registry()
+        cchist::stages::REGISTRY
             .iter()
-            .filter_map(|(name, _, build)| {
+            .filter_map(|d| {
+                let (name, build) = (&d.name, d.build);
                 // Default options; a stage that needs a range gets `keep_last = 2`; others that
                 // need options are skipped.
                 let stage = build(toml::Table::new())
