@@ -109,11 +109,11 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
     let name = session.path.display();
     match written {
         Written::DryRun => {
-            say!(
+            super::print::report_line(&format!(
                 "{name}: would remove turns {:?}; {}",
                 er.removed_turns,
                 super::print::describe("records", &report)
-            );
+            ))?;
         }
         Written::Unchanged => say!("{name}: nothing to change"),
         Written::InPlace { backup } => {

@@ -54,6 +54,17 @@ pub fn say_text(msg: &str) {
 }
 pub(crate) use say;
 
+/// A line of a command's report on stdout, through [`safe_text`]; nothing under `-q`. A dry
+/// run's report is its output, as `--diff`'s is (what to do next and errors stay on stderr), so
+/// `--dry-run | less` and `--dry-run > report.txt` hold it.
+pub fn report_line(msg: &str) -> std::io::Result<()> {
+    if quiet() {
+        return Ok(());
+    }
+    use std::io::Write as _;
+    writeln!(std::io::stdout().lock(), "{}", safe_text(msg))
+}
+
 /// `println!` for text output that may hold file names or transcript text (never JSON):
 /// printed through [`safe_text`].
 macro_rules! tell {
@@ -182,20 +193,7 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `1.2 GiB` (powers of 1024).
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if b < 1024 {
-        return format!("{b} B");
-    }
-    let mut v = b as f64 / 1024.0;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.1} {}", UNITS[u])
-}
+pub use cchist::io::size::human_bytes;
 
 /// Totals of a run (the `summary` of `--json`, the table of a bulk run).
 #[derive(Debug, Default, serde::Serialize)]
@@ -343,7 +341,7 @@ pub fn report(
                     changed += 1;
                 }
                 if *mode == Mode::DryRun && !as_json {
-                    say!("{}", describe(&name, r));
+                    report_line(&describe(&name, r))?;
                 }
                 for (line, why) in &r.invalid_examples {
                     if !as_json && *mode != Mode::Stdout {
@@ -403,12 +401,17 @@ pub fn report(
         } else {
             "changed"
         };
-        say!("cchist: {changed} of {} files {what}", outcomes.len());
-        if !quiet() {
-            eprint!("{}", summary_table(&totals(outcomes, skipped.len())));
-        }
+        let head = format!("cchist: {changed} of {} files {what}", outcomes.len());
+        let table = summary_table(&totals(outcomes, skipped.len()));
         if *mode == Mode::DryRun {
+            report_line(&head)?;
+            report_line(table.trim_end_matches('\n'))?;
             say!("{}", dry_run_hint(outcomes.len()));
+        } else {
+            say!("{head}");
+            if !quiet() {
+                eprint!("{table}");
+            }
         }
     }
     Ok(if failed > 0 {
@@ -581,17 +584,4 @@ pub fn diff_report(
     } else {
         ExitStatus::Error
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn one_size_format() {
-        use super::human_bytes as h;
-        assert_eq!(h(0), "0 B");
-        assert_eq!(h(1023), "1023 B");
-        assert_eq!(h(1536), "1.5 KiB");
-        assert_eq!(h(5 << 20), "5.0 MiB");
-        assert_eq!(h(3 << 30), "3.0 GiB");
-    }
 }

@@ -1,5 +1,6 @@
 //! Bytes in and out, nothing about transcripts: input sources, line framing, writers, the one
-//! replace operation ([`replace`]) and the backups it keeps ([`backup`]), and the clock.
+//! replace operation ([`replace`]) and the backups it keeps ([`backup`]), the clock, and how
+//! a byte count is said ([`size`]).
 
 pub mod backup;
 pub mod clock;
@@ -8,3 +9,4 @@ pub mod input;
 pub mod lock;
 pub mod output;
 pub mod replace;
+pub mod size;

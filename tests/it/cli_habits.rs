@@ -141,10 +141,10 @@ fn one_turn_range_grammar_in_history_and_summarize() {
     for spec in ["2-4", "2..4", "2,3..4"] {
         let o = run(cc(r).args(["history", "delete", "-s", "p05", "-n", "--turns", spec]));
         assert!(o.status.success(), "{spec}: {}", stderr(&o));
+        let report = String::from_utf8_lossy(&o.stdout);
         assert!(
-            stderr(&o).contains("would remove turns [2, 3, 4]"),
-            "{spec}: {}",
-            stderr(&o)
+            report.contains("would remove turns [2, 3, 4]"),
+            "{spec}: {report}"
         );
     }
     // Steps too.
@@ -731,7 +731,9 @@ fn bulk_runs_show_progress_on_a_terminal_only_and_end_with_a_table() {
     let o = run(cc(r).args(["run", "-p", "share", "-n"]).arg(&projects));
     assert!(o.status.success());
     assert!(!stderr(&o).contains("ETA"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("saved"), "{}", stderr(&o));
+    // The dry run's report is its output: on stdout.
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(report.contains("saved"), "{report}");
 }
 
 // ---- 5. Completions and a man page ----
@@ -860,23 +862,25 @@ fn the_readme_first_command_prints_a_readable_summary_and_how_to_get_the_output(
         .current_dir(crate::common::manifest())
         .args(["run", "--pipeline", "share", "--dry-run", "examples/"]));
     assert!(o.status.success(), "{}", stderr(&o));
+    // The report is the dry run's output (stdout, as `--diff`'s); what to do next is on stderr.
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = stderr(&o);
-    let lines: Vec<&str> = err.lines().collect();
+    let lines: Vec<&str> = report.lines().collect();
     // Head line: records and sizes before → after, what is saved.
     assert!(
         lines[0].contains("quickstart.jsonl: would change:"),
-        "{err}"
+        "{report}"
     );
     assert!(
         lines[0].contains(" → ") && lines[0].contains("saved"),
-        "{err}"
+        "{report}"
     );
-    assert!(lines[0].contains("KiB"), "{err}");
+    assert!(lines[0].contains("KiB"), "{report}");
     // One line per stage.
     for stage in ["redact", "drop-tool-noise", "relink"] {
         assert!(
             lines.iter().any(|l| l.trim_start().starts_with(stage)),
-            "{stage}: {err}"
+            "{stage}: {report}"
         );
     }
     // How to get the output.
@@ -884,7 +888,7 @@ fn the_readme_first_command_prints_a_readable_summary_and_how_to_get_the_output(
         err.contains("> out.jsonl") && err.contains("--in-place"),
         "{err}"
     );
-    assert!(o.stdout.is_empty());
+    assert!(!err.contains("would change"), "{err}");
 }
 
 // ---- What cchist shows of a session is redacted ----

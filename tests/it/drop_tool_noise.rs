@@ -80,7 +80,7 @@ fn defaults_halve_p02_and_keep_every_tool_call_paired() {
         }
     }
     let text = String::from_utf8(out.clone()).unwrap();
-    assert!(text.contains("kB of tool output removed by cchist …]"));
+    assert!(text.contains("KiB of tool output removed by cchist …]"));
     // Running it again changes nothing.
     let tmp = tempfile::tempdir().unwrap();
     let again = tmp.path().join("p02_noise.jsonl");

@@ -799,3 +799,40 @@ fn completion_offers_shipped_pipelines_and_session_ids() {
         "{script}"
     );
 }
+
+// 15. A dry run's report is its output: on stdout, as `--diff`'s; the advice on stderr.
+
+#[test]
+fn a_dry_run_report_is_on_stdout_like_a_diff() {
+    let s = Sandbox::new();
+    let second = s
+        .session
+        .with_file_name("5b1f0000-0000-4000-8000-0000000000ab.jsonl");
+    std::fs::copy(&s.session, &second).unwrap();
+    crate::common::age(&second, 3600);
+    // One file, then a folder of two (the bulk report and its table).
+    let one = out(s.cmd().args(["redact", "--dry-run"]).arg(&s.session));
+    assert_code(&one, 0);
+    let (so, se) = (stdout(&one), stderr(&one));
+    assert!(
+        so.contains("would change") && so.contains("redact"),
+        "stdout: {so}"
+    );
+    assert!(!se.contains("would change"), "stderr: {se}");
+    assert!(se.contains("dry run, nothing written"), "stderr: {se}");
+    let project = s.session.parent().unwrap();
+    let many = out(s
+        .cmd()
+        .args(["run", "-p", "scrub", "--dry-run"])
+        .arg(project));
+    assert_code(&many, 0);
+    let (so, se) = (stdout(&many), stderr(&many));
+    assert!(so.contains("2 of 2 files would change"), "stdout: {so}");
+    assert!(!se.contains("would change"), "stderr: {se}");
+    // `-q` as rg means it: no report at all.
+    let quiet = out(s.cmd().args(["redact", "-q", "--dry-run"]).arg(&s.session));
+    assert_code(&quiet, 0);
+    assert!(quiet.stdout.is_empty(), "{}", stdout(&quiet));
+    // The secret is never in the report.
+    assert!(!stdout(&one).contains(&token()) && !stdout(&many).contains(&token()));
+}

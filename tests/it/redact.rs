@@ -127,9 +127,9 @@ fn dry_run_and_json_reports_hold_no_secret() {
     assert_no_secret("dry-run stdout", &out.stdout);
     assert_no_secret("dry-run stderr", &out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("redactions: 6"),
+        String::from_utf8_lossy(&out.stdout).contains("redactions: 6"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout)
     );
     let out = run(&["redact", "--dry-run", "--json", p01().to_str().unwrap()]);
     assert!(out.status.success());

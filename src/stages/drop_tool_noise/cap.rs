@@ -2,6 +2,7 @@
 //! case), and the `serde_json` fallback the session pass uses on records it edits anyway.
 
 use super::*;
+use crate::io::size::human_bytes;
 
 /// One change [`edit_by_splicing`] makes to a record's bytes.
 pub(super) enum Splice {
@@ -312,7 +313,7 @@ pub(super) fn replace_image(b: &mut Value, c: &mut Counts) {
 pub(super) fn image_text(media: &str, base64_len: usize) -> String {
     format!(
         "[image removed by cchist: {media}, {}]",
-        human_size(base64_len / 4 * 3)
+        human_bytes((base64_len / 4 * 3) as u64)
     )
 }
 
@@ -336,17 +337,6 @@ pub(super) fn cap_all(v: &mut Value, cap: usize, images: bool, c: &mut Counts) {
             }
         }
         _ => {}
-    }
-}
-
-/// `183 kB`, `1.2 MB`, `512 bytes`.
-pub fn human_size(n: usize) -> String {
-    if n < 1000 {
-        format!("{n} bytes")
-    } else if n < 1_000_000 {
-        format!("{} kB", (n + 500) / 1000)
-    } else {
-        format!("{:.1} MB", n as f64 / 1e6)
     }
 }
 
@@ -381,7 +371,7 @@ pub fn cap_text(text: &str, cap: usize) -> Option<String> {
     let removed = tail - head;
     let marker = format!(
         "[… {} of tool output removed by cchist …]",
-        human_size(removed)
+        human_bytes(removed as u64)
     );
     let mut out = String::with_capacity(head + marker.len() + 2 + text.len() - tail);
     out.push_str(&text[..head]);

@@ -4,7 +4,7 @@
 //!   set transcript-format.md §11 found safe against Claude Code 2.1.328);
 //! - caps tool output: a `tool_result` text, and any string of the matching `toolUseResult`,
 //!   longer than `max_tool_output` bytes keeps its head and tail around a marker
-//!   `[… 183 kB of tool output removed by cchist …]` (the result stays under the cap, so a second
+//!   `[… 178.7 KiB of tool output removed by cchist …]` (the result stays under the cap, so a second
 //!   run changes nothing);
 //! - replaces base64 images with a short text block (and empties `toolUseResult` `base64`
 //!   copies);
@@ -38,8 +38,8 @@ mod cap;
 #[cfg(test)]
 mod tests;
 
+pub use cap::cap_text;
 use cap::*;
-pub use cap::{cap_text, human_size};
 
 const NAME: &str = "drop-tool-noise";
 

@@ -21,7 +21,7 @@ fn cap_keeps_head_and_tail_under_the_cap() {
     assert!(out.len() <= 1000, "{}", out.len());
     assert!(out.starts_with("line 0\n"));
     assert!(out.ends_with("line 4999\n"));
-    assert!(out.contains("kB of tool output removed by cchist …]"));
+    assert!(out.contains("KiB of tool output removed by cchist …]"));
     assert_eq!(cap_text(&out, 1000), None, "idempotent");
     let wide = "é".repeat(2000);
     assert!(cap_text(&wide, 300).unwrap().len() <= 300);
@@ -98,7 +98,7 @@ fn collapses_identical_reads_and_replaces_images() {
     assert!(out.contains("\"r2\""), "{out}");
     assert!(out.contains(r#""uuid":"a2","parentUuid":"1""#), "{out}");
     assert!(
-        out.contains("[image removed by cchist: image/png, 9 bytes]"),
+        out.contains("[image removed by cchist: image/png, 9 B]"),
         "{out}"
     );
     assert!(!out.contains("iVBOR"), "{out}");
