@@ -8,6 +8,7 @@
 //! `chatRecordingService.ts` (`loadConversationRecord`) and `packages/core/src/core/logger.ts`
 //! (checkpoints).
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -312,8 +313,20 @@ impl Source for Gemini {
                 });
             }
         }
-        // The mutation log, replayed as `loadConversationRecord` does.
+        // The mutation log, replayed as `loadConversationRecord` does, with an index from
+        // message id to its place so a repeated id (the CLI re-appends the last message on
+        // every tool-call and token update) is one lookup, not a scan: linear in the log.
         let mut records: Vec<Value> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        let reindex = |records: &[Value], at: &mut HashMap<String, usize>| {
+            at.clear();
+            for (i, r) in records.iter().enumerate() {
+                if let Some(id) = r.get("id").and_then(Value::as_str) {
+                    // The first record with an id is the one a later repeat replaces.
+                    at.entry(id.to_string()).or_insert(i);
+                }
+            }
+        };
         for (n, body) in lines(data) {
             let v = json_line(path, n, body)?;
             let Some(o) = v.as_object() else {
@@ -336,6 +349,7 @@ impl Source for Gemini {
                         );
                     }
                     records = ms.clone();
+                    reindex(&records, &mut at);
                 }
                 continue;
             }
@@ -343,27 +357,26 @@ impl Source for Gemini {
                 let to = to
                     .as_str()
                     .ok_or_else(|| ImportError::at(path, n, "`$rewindTo` must be a message id"))?;
-                if let Some(i) = records
-                    .iter()
-                    .position(|r| r.get("id").and_then(Value::as_str) == Some(to))
-                {
-                    for _ in i..records.len() {
+                if let Some(&i) = at.get(to) {
+                    for r in records.drain(i..) {
                         report.add("$rewindTo", Action::Dropped, "a message rewound away");
+                        if let Some(id) = r.get("id").and_then(Value::as_str) {
+                            if at.get(id).is_some_and(|&j| j >= i) {
+                                at.remove(id);
+                            }
+                        }
                     }
-                    records.truncate(i);
                 }
                 continue;
             }
             match (o.get("id").and_then(Value::as_str), o.get("type")) {
-                (Some(id), Some(_)) => {
-                    match records
-                        .iter()
-                        .position(|r| r.get("id").and_then(Value::as_str) == Some(id))
-                    {
-                        Some(i) => records[i] = v,
-                        None => records.push(v),
+                (Some(id), Some(_)) => match at.get(id) {
+                    Some(&i) => records[i] = v,
+                    None => {
+                        at.insert(id.to_string(), records.len());
+                        records.push(v);
                     }
-                }
+                },
                 _ if o.contains_key("sessionId") => {
                     report.add(
                         "metadata",

@@ -493,3 +493,54 @@ fn validate_flags_what_other_converters_write() {
     );
     assert!(rules(true).contains(&"non-uuid-uuid".to_string()));
 }
+
+/// A Gemini chat log of `n` messages, each re-appended `r` times after it (as the CLI does on
+/// every tool-call and token update), then a rewind to the middle.
+fn gemini_repeats(n: usize, r: usize) -> Vec<u8> {
+    let mut out = String::from(
+        "{\"sessionId\":\"s\",\"projectHash\":\"h\",\"startTime\":\"2026-11-30T10:00:00.000Z\"}\n",
+    );
+    for i in 0..n {
+        let ty = if i % 2 == 0 { "user" } else { "gemini" };
+        for k in 0..=r {
+            out.push_str(&format!(
+                "{{\"id\":\"m{i}\",\"timestamp\":\"2026-11-30T10:00:00.000Z\",\"type\":\"{ty}\",\"content\":[{{\"text\":\"message {i} update {k}\"}}]}}\n"
+            ));
+        }
+    }
+    out.push_str(&format!("{{\"$rewindTo\":\"m{}\"}}\n", n / 2));
+    out.into_bytes()
+}
+
+/// The Gemini log replay is linear in the log: a repeated id is a map lookup, not a scan of
+/// the records so far (which made 4× the messages cost 16× the time).
+#[test]
+#[ignore = "slow: times the Gemini log replay at two sizes"]
+fn slow_gemini_repeated_ids_scale_linearly() {
+    use cchist::import::{gemini::Gemini, Options, Report, Source};
+    let path = Path::new("session-2026-11-30T10-00-scale.jsonl");
+    let time = |data: &[u8]| {
+        (0..3)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                let conv = Gemini
+                    .read(path, data, &Options::default(), &mut Report::default())
+                    .expect("read");
+                assert!(!conv.messages.is_empty());
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let n = 20_000;
+    let small = time(&gemini_repeats(n, 3));
+    let large = time(&gemini_repeats(4 * n, 3));
+    let ratio = large / small;
+    eprintln!(
+        "gemini replay: {n} messages {small:.3}s, {} messages {large:.3}s, ×{ratio:.1}",
+        4 * n
+    );
+    assert!(
+        ratio < 8.0,
+        "4× the messages took ×{ratio:.1} the time: not linear"
+    );
+}
