@@ -314,9 +314,13 @@ impl Pipeline {
             return Ok(());
         };
         let replace = pass == Secrets::Replaces;
+        // Only this piece's lines can hold an echo: the findings of earlier chunks of a stream
+        // (lines before `first_line`) are left out, or each chunk would copy every finding so
+        // far (quadratic: 1M key lines on a pipe took 15 min).
         let seen: foldhash::HashSet<(usize, Option<String>, Option<String>)> = cx
             .findings
             .iter()
+            .filter(|f| f.line >= first_line)
             .map(|f| (f.line, f.path.clone(), f.fingerprint.clone()))
             .collect();
         let (mut line_no, mut echoed, mut changed_lines, mut removed) =
