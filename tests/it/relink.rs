@@ -248,3 +248,65 @@ proptest! {
         prop_assert!(relink(&out) == out);
     }
 }
+
+/// The records cchist writes (an answer for an interrupted call, a summary) are named by what
+/// they stand for: the same input gives the same bytes on every run (a fresh random uuid made
+/// two runs of `share` differ, so outputs could not be compared or cached).
+#[test]
+fn records_cchist_adds_are_the_same_on_every_run() {
+    let sid = "5b1f0000-0000-4000-8000-0000000000cc";
+    let rec = |v: serde_json::Value| v.to_string() + "\n";
+    let envelope = |kind: &str, uuid: &str, parent: Option<&str>, content: serde_json::Value| {
+        serde_json::json!({
+            "parentUuid": parent, "isSidechain": false, "type": kind, "sessionId": sid,
+            "uuid": uuid, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/home/dev/app",
+            "message": {"role": kind, "content": content},
+        })
+    };
+    let mut text = String::new();
+    text += &rec(envelope("user", "u1", None, "list the files".into()));
+    text += &rec(envelope(
+        "assistant",
+        "a1",
+        Some("u1"),
+        serde_json::json!([{"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}}]),
+    ));
+    text += &rec(envelope(
+        "user",
+        "u2",
+        Some("a1"),
+        "never mind, say hi".into(),
+    ));
+    text += &rec(envelope(
+        "assistant",
+        "a2",
+        Some("u2"),
+        serde_json::json!([{"type": "text", "text": "hi"}]),
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join(format!("{sid}.jsonl"));
+    std::fs::write(&f, &text).unwrap();
+    let once = || {
+        let o = crate::common::run(&[
+            "run".as_ref(),
+            "-p".as_ref(),
+            "share".as_ref(),
+            f.as_os_str(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o.stdout
+    };
+    let (first, second) = (once(), once());
+    assert_eq!(
+        String::from_utf8_lossy(&first).lines().count(),
+        5,
+        "relink answers the interrupted call: {}",
+        String::from_utf8_lossy(&first)
+    );
+    assert_eq!(first, second, "two runs of the same input differ");
+}

@@ -57,7 +57,7 @@ mod tools;
 use parents::*;
 use references::*;
 use tools::*;
-pub(crate) use tools::{envelope, new_uuid};
+pub(crate) use tools::{derived_uuid, envelope};
 
 /// Result text of the synthetic `tool_result` for a call that never got one: the text Claude
 /// Code 2.1.x itself writes (`is_error: true`, also as `toolUseResult`, with

@@ -117,8 +117,10 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
                 parent,
             } => {
                 if *own_uuid {
+                    let old = uuid_of(s, *snapshot).unwrap_or_default();
+                    let uuid = super::derived_uuid(&["snapshot", &old, &snapshot.to_string()]);
                     let m = object_mut(&mut s.records[*snapshot], cx, "repair")?;
-                    m.insert("uuid".into(), Value::String(super::new_uuid()));
+                    m.insert("uuid".into(), Value::String(uuid));
                     cx.count("repair.snapshot_ids", 1);
                 } else if let Some(k) = message {
                     let p = parent.and_then(|p| uuid_of(s, p));

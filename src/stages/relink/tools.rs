@@ -93,9 +93,20 @@ pub(crate) fn envelope(from: Option<&Value>, parent: Option<&str>) -> Map<String
     m
 }
 
-/// A fresh v4 uuid.
-pub(crate) fn new_uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
+/// The uuid of a record cchist writes, derived from what it stands for (`parts`: the records
+/// and ids it answers or replaces): the same input gives the same output, run after run and
+/// whatever `-j` is, so outputs can be compared byte for byte and a second run is a no-op.
+/// A name-based (v5) uuid in cchist's own namespace, so it cannot meet a uuid Claude Code
+/// draws (v4) and distinct parts give distinct uuids.
+pub(crate) fn derived_uuid(parts: &[&str]) -> String {
+    // uuid v5 of the DNS name "cchist.invalid", fixed once: cchist's namespace.
+    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6b1f_3c2a_9d4e_5f60_8a7b_1c2d_3e4f_5a6b);
+    let mut name = Vec::new();
+    for p in parts {
+        name.extend_from_slice(p.as_bytes());
+        name.push(0);
+    }
+    uuid::Uuid::new_v5(&NAMESPACE, &name).to_string()
 }
 
 /// The last piece of each assistant message that holds an unanswered `tool_use`: where its
@@ -241,7 +252,14 @@ pub(super) fn answer_unpaired(s: &mut Session<'_>, cx: &Cx, st: &mut Stats) -> R
         let mut new_records = Vec::new();
         for (use_rec, id) in calls {
             let source = uuid_of(s, use_rec);
-            let uuid = new_uuid();
+            // The call's record and position too: a tool id can repeat in a damaged file.
+            let uuid = derived_uuid(&[
+                "tool-answer",
+                &anchor_uuid,
+                &id,
+                source.as_deref().unwrap_or(""),
+                &use_rec.to_string(),
+            ]);
             let mut m = envelope(Some(&template), Some(&parent));
             m.insert("type".into(), Value::from("user"));
             m.insert(

@@ -44,7 +44,7 @@ use std::collections::{BTreeSet, HashSet};
 use serde_json::{json, Value};
 
 use crate::error::{OptionError, Result};
-use crate::stages::relink::{envelope, new_uuid, relink, stage_err};
+use crate::stages::relink::{derived_uuid, envelope, relink, stage_err};
 use crate::stages::{options as read_options, Cx, Scope, Stage, StageDef};
 use crate::transcript::budget;
 use crate::transcript::record::Record;
@@ -162,7 +162,10 @@ impl Stage for SummarizeRange {
             .value()
             .map_err(|e| stage_err(cx, NAME, line, e))?
             .clone();
-        let uuid = new_uuid();
+        // Named by the records it stands for: the same range summarized twice is the same record.
+        let mut seed: Vec<&str> = vec!["summary"];
+        seed.extend(removed_uuids.iter().map(String::as_str));
+        let uuid = derived_uuid(&seed);
         let mut m = envelope(Some(&template), parent.as_deref());
         m.insert("isSidechain".into(), Value::Bool(false));
         m.insert("type".into(), Value::from("user"));
