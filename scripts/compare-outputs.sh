@@ -2,8 +2,9 @@
 # Compare the outputs of every shipped pipeline between two cchist binaries, file by file, on
 # a corpus (default: tests/corpus, plus ../shared/corpus when present). Prints one line per
 # (pipeline, file) that differs and a summary; exits 1 when anything differs. Records a stage
-# creates (relink's answer to an unanswered tool call, a summary) get a fresh random uuid on
-# every run, so uuids absent from the input are numbered in order of appearance first.
+# creates (relink's answer to an unanswered tool call, a summary) had a fresh random uuid on
+# every run before their uuids were derived from what they stand for; so that such binaries
+# compare, uuids absent from the input are numbered in order of appearance first.
 #
 #   scripts/compare-outputs.sh OLD_BINARY [NEW_BINARY] [CORPUS_DIR…]
 set -euo pipefail

@@ -91,7 +91,8 @@ fn turns_2_to_10_become_one_summary_turn_in_place() {
         uuid::Uuid::parse_str(sum["uuid"].as_str().unwrap())
             .unwrap()
             .get_version_num(),
-        4
+        5,
+        "named by the records it stands for (the same on every run)"
     );
 }
 
