@@ -12,6 +12,8 @@ TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
 
 echo "-- library without the cli feature"
 cargo build --locked --lib --no-default-features
+# What a feature turns off fails in words (a `.zst` import source without `zstd`).
+cargo test --locked --quiet --lib --no-default-features import::tests
 
 echo "-- consumer crate (tests/consumer)"
 CARGO_TARGET_DIR="$TARGET/consumer" cargo test --quiet --manifest-path tests/consumer/Cargo.toml

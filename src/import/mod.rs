@@ -343,7 +343,16 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, ImportError> {
     };
     let raw = std::fs::read(path).map_err(|e| io("read", e))?;
     if path.extension().is_some_and(|e| e == "zst") {
+        #[cfg(feature = "zstd")]
         return zstd::stream::decode_all(&raw[..]).map_err(|e| io("decompress (zstd)", e));
+        #[cfg(not(feature = "zstd"))]
+        return Err(io(
+            "decompress (zstd)",
+            std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "this cchist is built without the `zstd` feature: decompress the file first (`zstd -d`) or build with it",
+            ),
+        ));
     }
     Ok(raw)
 }
@@ -449,5 +458,31 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             std::io::ErrorKind::AlreadyExists,
             "a session with this id exists already",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the `zstd` feature a compressed source is an error that says what to do, never
+    /// compressed bytes taken for JSON (`scripts/library-face.sh` runs this build).
+    #[cfg(not(feature = "zstd"))]
+    #[test]
+    fn a_zst_source_without_the_feature_says_to_decompress_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rollout.jsonl.zst");
+        std::fs::write(&p, [0x28, 0xb5, 0x2f, 0xfd, 0, 0]).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        assert!(e.contains("without the `zstd` feature"), "{e}");
+    }
+
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn a_zst_source_is_decompressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rollout.jsonl.zst");
+        std::fs::write(&p, zstd::stream::encode_all(&b"{}\n"[..], 3).unwrap()).unwrap();
+        assert_eq!(read_file(&p).unwrap(), b"{}\n");
     }
 }

@@ -203,6 +203,7 @@ fn codex_active_history_starts_at_the_compaction() {
 }
 
 #[test]
+#[cfg(feature = "zstd")]
 fn codex_zst_rollout_reads_like_the_plain_one_and_latest_prefers_plain() {
     let tmp = tempfile::tempdir().unwrap();
     let day = tmp.path().join("codex/sessions/2026/11/30");
