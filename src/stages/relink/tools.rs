@@ -99,7 +99,7 @@ pub(crate) fn envelope(from: Option<&Value>, parent: Option<&str>) -> Map<String
 /// A name-based (v5) uuid in cchist's own namespace, so it cannot meet a uuid Claude Code
 /// draws (v4) and distinct parts give distinct uuids.
 pub(crate) fn derived_uuid(parts: &[&str]) -> String {
-    // uuid v5 of the DNS name "cchist.invalid", fixed once: cchist's namespace.
+    // A namespace drawn at random once and fixed: cchist's own, so no other tool's v5 names meet ours.
     const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6b1f_3c2a_9d4e_5f60_8a7b_1c2d_3e4f_5a6b);
     let mut name = Vec::new();
     for p in parts {
