@@ -139,7 +139,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
             walk.inputs.push(cchist::claude::layout::input(path, rel));
         }
     }
-    let outcomes = super::progress::run_with_bar(
+    let mut outcomes = super::progress::run_with_bar(
         &pipeline,
         &walk.inputs,
         Mode::DryRun,
@@ -165,12 +165,13 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let mut files: Vec<FileFindings> = Vec::new();
     let mut errors: Vec<(String, String)> = Vec::new();
     let mut scanned = 0usize;
-    for o in &outcomes {
+    for o in &mut outcomes {
         let name = o.input.origin().to_string();
-        match &o.result {
+        match &mut o.result {
             Ok(r) => {
                 scanned += 1;
-                let mut findings = r.findings.clone();
+                // Taken, not copied: a stream of a million secrets held them twice.
+                let mut findings = std::mem::take(&mut r.findings);
                 if let (
                     Some(p),
                     Input::File {

@@ -11,7 +11,7 @@ use crate::error::{Error, Origin, Result};
 use crate::findings::Finding;
 use crate::io::output::{Recording, Sink};
 use crate::io::{framing, input};
-use crate::stages::redact::known::Known;
+use crate::stages::redact::known::{Echoes, Known};
 use crate::stages::redact::{json, remove_thinking};
 use crate::stages::{Cx, Scope, Secrets, Stage, StageStats, Verdict};
 use crate::transcript::record::{check_json, describe_invalid, Record};
@@ -28,6 +28,23 @@ pub const KNOWN_BUFFER: usize = 64 << 20;
 
 /// The counter set when a stream was longer than [`KNOWN_BUFFER`].
 pub const FORWARD_ONLY: &str = "stdin-propagation-forward-only";
+
+/// How many distinct secrets a stream remembers past [`KNOWN_BUFFER`] (~50 MB with their
+/// matcher): each one is still replaced where a rule finds it, but a new value past this many
+/// is not propagated to its later repeats. The counter [`STREAM_KNOWN_FULL`] says how many.
+pub const STREAM_KNOWN: usize = 65_536;
+
+/// The counter of the secrets a stream found but did not remember ([`STREAM_KNOWN`]).
+pub const STREAM_KNOWN_FULL: &str = "stdin-known-secrets-not-remembered";
+
+/// How many findings a stream that replaces its secrets keeps for its report: nobody reads
+/// the report of a stdin-to-stdout run but a library caller, and a stream's memory must not
+/// grow with its secrets. The rest are counted under [`FINDINGS_NOT_LISTED`]. (`check` keeps
+/// every finding: they are its output.)
+pub const STREAM_FINDINGS: usize = 10_000;
+
+/// The counter of the findings a stream did not keep ([`STREAM_FINDINGS`]).
+pub const FINDINGS_NOT_LISTED: &str = "findings-not-listed";
 
 /// What to do with a line that is not valid JSON.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -216,7 +233,15 @@ impl Pipeline {
             out.flush().map_err(|e| Error::io(origin, "write", e))?;
         }
         if pass != Secrets::Ignores {
-            self.write_known(recording.pieces(), 1, pass, &mut cx, &mut report, sink)?;
+            self.write_known(
+                recording.pieces(),
+                1,
+                pass,
+                &mut cx,
+                &mut report,
+                sink,
+                &mut None,
+            )?;
         }
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
         report.findings = cx.findings;
@@ -291,6 +316,10 @@ impl Pipeline {
     /// Write recorded output to `sink` with every occurrence of a secret in `cx.known`
     /// replaced (or, when `pass` only reports, reported): each one a finding of kind echo,
     /// unless the same string of the same line already has a finding of that secret.
+    ///
+    /// `cache` holds the matcher between calls (a stream's chunks): it is brought up to what
+    /// `cx.known` knows, grown in place when it can be rather than built again.
+    #[allow(clippy::too_many_arguments)]
     fn write_known<'p>(
         &self,
         pieces: impl Iterator<Item = (&'p [u8], bool)>,
@@ -299,15 +328,14 @@ impl Pipeline {
         cx: &mut Cx,
         report: &mut FileReport,
         sink: &mut dyn Sink,
+        cache: &mut Option<Echoes>,
     ) -> Result<()> {
         let origin = cx.origin.clone();
         let io = |e| Error::io(&origin, "write", e);
-        let echoes = if cx.known.is_empty() {
-            None
-        } else {
-            cx.known.echoes()
-        };
-        let Some(echoes) = echoes else {
+        if !cx.known.is_empty() {
+            cx.known.refresh(cache);
+        }
+        let Some(echoes) = cache.as_ref() else {
             for (bytes, _) in pieces {
                 sink.put_span(bytes).map_err(io)?;
             }
@@ -395,7 +423,10 @@ impl Pipeline {
         }
         if echoed > 0 {
             cx.count("redact/echoes", echoed);
-            cx.findings.sort_by_key(|f| f.line);
+            // Earlier chunks' findings are sorted already and all come before this piece's
+            // lines: sorting only this piece's keeps a long stream linear.
+            let from = cx.findings.partition_point(|f| f.line < first_line);
+            cx.findings[from..].sort_by_key(|f| f.line);
         }
         if removed > 0 {
             cx.count("redact/thinking-blocks-removed", removed);

@@ -163,8 +163,22 @@ fn seeds(
     seeds
 }
 
+/// The error of an input whose run panicked ([`contained`]).
+pub const INTERNAL_ERROR: &str =
+    "cchist failed on this file (an internal error; the file was left as it was): please report it with the message printed above";
+
+/// Run one input's work with a panic in it caught (as ruff does per path): one file that
+/// trips a bug is a reported failure, never a lost run. Writes go through `io::replace`,
+/// whose staged file is removed when it is dropped unfinished, so the input is untouched.
+/// The panic's own message is printed by the panic hook; it is not copied into the error,
+/// which reports may carry elsewhere.
+fn contained(work: impl FnOnce() -> Result<FileReport>) -> Result<FileReport> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .unwrap_or_else(|_| Err(Error::Other(INTERNAL_ERROR.into())))
+}
+
 /// Process every input with `pipeline`. Never stops at the first failing file: each
-/// failure is reported in its [`Outcome`].
+/// failure is reported in its [`Outcome`], a panic included ([`INTERNAL_ERROR`]).
 pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<Outcome> {
     let seeds = seeds(pipeline, inputs, opts.propagate);
     if opts.mode == Mode::Stdout {
@@ -177,7 +191,7 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
             let result = if broken {
                 Err(Error::Other("output closed".into()))
             } else {
-                let r = run_one_to_known(pipeline, inp, &mut lock, seed);
+                let r = contained(|| run_one_to_known(pipeline, inp, &mut lock, seed));
                 if let Err(Error::Io { source, .. }) = &r {
                     broken = source.kind() == io::ErrorKind::BrokenPipe;
                 }
@@ -206,7 +220,7 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
                 let result = if cancelled {
                     Err(Error::Other(INTERRUPTED.into()))
                 } else {
-                    run_one_known(pipeline, inp, &opts.mode, seed)
+                    contained(|| run_one_known(pipeline, inp, &opts.mode, seed))
                 };
                 if let Some(f) = &opts.on_done {
                     f(inp);
@@ -500,4 +514,63 @@ fn in_place(
             .insert("bytes-appended-during-replace".into(), done.carried);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::pipeline::OnInvalid;
+    use crate::stages::{Cx, Stage, Verdict};
+    use crate::transcript::record::Record;
+
+    /// A stage with a bug: it panics on a record holding `boom`.
+    struct Panics;
+    impl Stage for Panics {
+        fn name(&self) -> &'static str {
+            "panics"
+        }
+        fn record(&self, rec: &mut Record<'_>, _: &mut Cx) -> Result<Verdict> {
+            assert!(memchr::memmem::find(rec.raw(), b"boom").is_none(), "a bug");
+            Ok(Verdict::Keep)
+        }
+    }
+
+    #[test]
+    fn a_panic_on_one_file_is_that_files_failure_and_the_others_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let inputs: Vec<Input> = ["a", "bad", "c"]
+            .iter()
+            .map(|n| {
+                let path = dir.path().join(format!("{n}.jsonl"));
+                let body = if *n == "bad" {
+                    "{\"x\":\"boom\"}\n"
+                } else {
+                    "{\"x\":1}\n"
+                };
+                std::fs::write(&path, body).unwrap();
+                Input::File {
+                    rel: PathBuf::from(format!("{n}.jsonl")),
+                    treatment: Treatment::Records,
+                    session: path.clone(),
+                    path,
+                }
+            })
+            .collect();
+        let p = Pipeline::new(vec![Box::new(Panics)], OnInvalid::Keep, "test".into());
+        let opts = RunOptions {
+            mode: Mode::OutDir(out.clone()),
+            jobs: Some(2),
+            ..RunOptions::default()
+        };
+        let outcomes = run_all(&p, &inputs, &opts);
+        let ok: Vec<bool> = outcomes.iter().map(|o| o.result.is_ok()).collect();
+        assert_eq!(ok, [true, false, true]);
+        assert!(matches!(&outcomes[1].result, Err(Error::Other(m)) if m == INTERNAL_ERROR));
+        assert!(out.join("a.jsonl").exists() && out.join("c.jsonl").exists());
+        assert!(
+            !out.join("bad.jsonl").exists(),
+            "nothing written for the failed file"
+        );
+    }
 }

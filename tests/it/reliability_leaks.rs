@@ -484,6 +484,64 @@ fn slow_a_session_pipeline_on_millions_of_blank_lines_stays_under_100_bytes_a_li
     );
 }
 
+/// Issue #25, item 10: a stream's memory does not grow with the number of distinct secrets
+/// it holds. Past the 64 MiB a stream buffers (to give a file's output), 100k lines each with
+/// a different token went through `redact` on a pipe in 1.55 GB and 20 s (release): every
+/// finding kept, the known-secret automaton (≈ 20 KB a token with its hex and base64 forms)
+/// built again for every 1 MiB chunk. Now a stream remembers at most 65,536 secrets in a matcher
+/// that grows in place, and keeps at most 10,000 findings for its report.
+#[test]
+#[ignore = "slow: memory bound over a stream past the 64 MiB buffer"]
+fn slow_a_stream_of_distinct_secrets_stays_in_bounded_memory() {
+    use std::io::Write;
+    let keys = 100_000u64;
+    let filler = format!(
+        "{{\"type\":\"user\",\"message\":{{\"content\":\"{}\"}}}}\n",
+        "x".repeat(1000)
+    );
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let feed = std::thread::spawn(move || {
+        let mut sent = 0usize;
+        while sent <= 66 << 20 {
+            writer.write_all(filler.as_bytes()).unwrap();
+            sent += filler.len();
+        }
+        for i in 0..keys {
+            let line = format!(
+                "{{\"type\":\"user\",\"message\":{{\"content\":\"export GITHUB_TOKEN={}\"}}}}\n",
+                github_token(i)
+            );
+            if writer.write_all(line.as_bytes()).is_err() {
+                break;
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let got = run_measured(
+        cchist().arg("redact").stdin(reader),
+        std::fs::File::create(&out).unwrap(),
+        std::time::Duration::from_secs(400),
+    );
+    feed.join().unwrap();
+    let (code, peak) = got.expect("redact of the stream did not finish in 400 s");
+    assert_eq!(code, 0);
+    // The 64 MiB buffer, the remembered secrets and their matcher, the kept findings.
+    let bound = 200u64 << 20;
+    assert!(
+        peak.maxrss < bound || (peak.hwm > 0 && peak.hwm < bound),
+        "redact of {keys} distinct secrets on a pipe peaked at {} MiB (maxrss {} MiB)",
+        peak.hwm >> 20,
+        peak.maxrss >> 20
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !text.contains("ghp_"),
+        "every token is replaced where it stands"
+    );
+    assert_eq!(text.matches("[REDACTED:").count() as u64, keys);
+}
+
 /// Copies beside a session keep its secrets after it is redacted: what `--backup=SUFFIX`
 /// wrote (`.bak`, `~`, `-orig`) and what a forced undo replaced. `check --all`, `check` on
 /// the folder or the session find them and say they are backups; `backups list` lists them
@@ -653,6 +711,128 @@ fn encoded_secrets_are_found_and_redacted() {
     ] {
         assert!(!out.contains(s.as_str()), "{what} survives redact");
     }
+}
+
+/// Issue #25, item 12: a zero-width character (or a soft hyphen, a word joiner, a BOM) pasted
+/// inside a token hid it from every rule: `ghp_…` with a U+200B in its body, raw or written
+/// `\u200b`, in a record or on a plain-text line. `check` finds each; `redact` leaves no
+/// visible run of the token. A string with invisible characters and no secret is kept byte
+/// for byte.
+#[test]
+fn tokens_broken_by_invisible_characters_are_found_and_redacted() {
+    let tokens: Vec<String> = (0..4).map(|i| github_token(300 + i)).collect();
+    let broken = |t: &str, c: char| format!("{}{c}{}", &t[..10], &t[10..]);
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": "u0", "parentUuid": null, "message":
+            {"role": "user", "content": format!("token {}", broken(&tokens[0], '\u{200B}'))}})
+        .to_string(),
+        // Escaped in the file: `\u200b` (serde_json writes the character raw).
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "message":
+            {"role": "user", "content": format!("token {}", broken(&tokens[1], '\u{2060}'))}})
+        .to_string()
+        .replace('\u{2060}', "\\u2060"),
+        format!("plain log line: {}", broken(&tokens[2], '\u{FEFF}')),
+        serde_json::json!({"type": "user", "uuid": "u3", "parentUuid": null, "message":
+            {"role": "user", "content": format!("token {}", broken(&tokens[3], '\u{AD}'))}})
+        .to_string(),
+        serde_json::json!({"type": "user", "uuid": "u4", "parentUuid": null, "message":
+            {"role": "user", "content": "a zero\u{200B}width space, nothing secret"}})
+        .to_string(),
+    ];
+    let text = lines.join("\n") + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let check = cchist()
+        .args(["check", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1), "check finds them");
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let found: Vec<u64> = report["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    for line in 1..=4 {
+        assert!(
+            found.contains(&line),
+            "no finding on line {line}: {found:?}"
+        );
+    }
+    assert!(!found.contains(&5), "{found:?}");
+    let out = cchist().arg("redact").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    for t in &tokens {
+        assert!(
+            !out.contains(&t[10..]),
+            "a token's body survives redact:\n{out}"
+        );
+    }
+    assert_eq!(
+        out.lines().nth(4),
+        Some(lines[4].as_str()),
+        "kept byte for byte"
+    );
+}
+
+/// Issue #25, item 12: a secret cut between two strings of one record — two text blocks of a
+/// message, two lines of a patch — is found in the two together and replaced in both. Two
+/// fields of one object (a message ending in `token:` and the record's `uuid`) are never
+/// read as one text: the uuid stays.
+#[test]
+fn a_secret_split_between_two_strings_of_a_record_is_redacted_in_both() {
+    let token = github_token(400);
+    let (a, b) = token.split_at(15);
+    let aws = aws_key_id(401);
+    let (c, d) = aws.split_at(9);
+    let lines = [
+        serde_json::json!({"type": "assistant", "uuid": "u0", "parentUuid": null, "message":
+            {"role": "assistant", "content": [
+                {"type": "text", "text": format!("set GITHUB_TOKEN={a}")},
+                {"type": "text", "text": format!("{b} and restart")}]}})
+        .to_string(),
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": "u0", "toolUseResult":
+            {"structuredPatch": [{"lines": [format!("-aws_access_key_id = {c}"), format!("{d}"), "+x".to_string()]}]}})
+        .to_string(),
+        serde_json::json!({"type": "user", "message": {"role": "user", "content": "my token:"},
+            "uuid": "3f2b8c1e-9d4a-4e6b-8c2d-1a2b3c4d5e6f", "parentUuid": "u1"})
+        .to_string(),
+    ];
+    let text = lines.join("\n") + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let check = cchist()
+        .args(["check", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1), "check finds them");
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let found: Vec<u64> = report["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    assert!(found.contains(&1) && found.contains(&2), "{found:?}");
+    assert!(!found.contains(&3), "{found:?}");
+    let out = cchist().arg("redact").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    for part in [a, b, c, d] {
+        assert!(!out.contains(part), "{part:?} survives redact:\n{out}");
+    }
+    assert!(out.contains("and restart"), "{out}");
+    assert_eq!(
+        out.lines().nth(2),
+        Some(lines[2].as_str()),
+        "kept byte for byte"
+    );
 }
 
 /// Standard base64, padded: the encodings above are built at run time from fake values.

@@ -48,6 +48,12 @@ impl Pipeline {
         }
         let mut report = self.new_report();
         let mut cx = self.new_cx(origin, &Known::default());
+        // Past the buffer, memory stays bounded however many distinct secrets the stream
+        // holds: at most STREAM_KNOWN values are remembered, and the matcher grows with them
+        // instead of being built again for every chunk.
+        cx.known.track_changes(STREAM_KNOWN);
+        let mut echoes = None;
+        let mut unlisted = 0u64;
         input::stream_chunks(reader, origin, |chunk, first| {
             report.bytes_in += chunk.len() as u64;
             if pass == Secrets::Ignores {
@@ -62,12 +68,30 @@ impl Pipeline {
                     self.run_records(chunk, first, &mut cx, &mut None, &mut report, &mut out)?;
                     out.flush().map_err(|e| Error::io(origin, "write", e))?;
                 }
-                self.write_known(recording.pieces(), first, pass, &mut cx, &mut report, sink)?;
+                self.write_known(
+                    recording.pieces(),
+                    first,
+                    pass,
+                    &mut cx,
+                    &mut report,
+                    sink,
+                    &mut echoes,
+                )?;
+                if pass == Secrets::Replaces && cx.findings.len() > STREAM_FINDINGS {
+                    unlisted += (cx.findings.len() - STREAM_FINDINGS) as u64;
+                    cx.findings.truncate(STREAM_FINDINGS);
+                }
             }
             sink.finish().map_err(|e| Error::io(origin, "write", e))
         })?;
         if forward_only {
             cx.count(FORWARD_ONLY, 1);
+        }
+        if unlisted > 0 {
+            cx.count(FINDINGS_NOT_LISTED, unlisted);
+        }
+        if cx.known.dropped() > 0 {
+            cx.count(STREAM_KNOWN_FULL, cx.known.dropped());
         }
         report.findings = cx.findings;
         report.counters = cx.counters;

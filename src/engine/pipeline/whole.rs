@@ -168,6 +168,7 @@ impl Pipeline {
                     &mut cx,
                     &mut report,
                     &mut w,
+                    &mut None,
                 )?;
             }
             if report.changed {

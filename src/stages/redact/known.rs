@@ -13,11 +13,14 @@
 //! or of low entropy is propagated only where it stands as a whole token (no letter, digit or
 //! `_` on either side); anything else wherever it occurs. A placeholder is never a known value.
 
+pub mod matcher;
+
 use std::collections::BTreeMap;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use memchr::memmem;
 
 use super::json::{self, Seg};
+use matcher::Matcher;
 
 /// The bytes of a secret a rule confirmed. `Debug` shows only their length, so that no report,
 /// log or panic message can hold them.
@@ -67,10 +70,25 @@ pub struct KnownSecret {
 
 /// The known secrets of a session (or project): value → replacement. Ordered, so that what
 /// is built from it does not depend on the order files were read in.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Known {
     map: BTreeMap<SecretBytes, KnownSecret>,
+    /// The values added or changed since [`Known::take_changes`] last ran, when changes are
+    /// tracked (a stream extends its matcher with them instead of rebuilding it).
+    changes: Option<Vec<SecretBytes>>,
+    /// At most this many values are kept (None: no bound); past it a new value is not
+    /// remembered and [`Known::dropped`] counts it.
+    limit: Option<usize>,
+    dropped: u64,
 }
+
+impl PartialEq for Known {
+    fn eq(&self, other: &Known) -> bool {
+        self.map == other.map
+    }
+}
+
+impl Eq for Known {}
 
 impl Known {
     /// No secret known.
@@ -104,12 +122,45 @@ impl Known {
             }
         }
         match self.map.get_mut(value) {
-            Some(old) if *old <= secret => {}
+            Some(old) if *old <= secret => return,
             Some(old) => *old = secret,
             None => {
+                if self.limit.is_some_and(|l| self.map.len() >= l) {
+                    self.dropped += 1;
+                    return;
+                }
                 self.map.insert(SecretBytes::new(value), secret);
             }
         }
+        if let Some(c) = &mut self.changes {
+            c.push(SecretBytes::new(value));
+        }
+    }
+
+    /// Track the values added or changed from now on ([`Known::take_changes`]), and keep at
+    /// most `limit` values: what a stream does, whose memory must stay bounded however many
+    /// distinct secrets it holds.
+    pub fn track_changes(&mut self, limit: usize) {
+        self.changes = Some(Vec::new());
+        self.limit = Some(limit);
+    }
+
+    /// The values added or changed since the last call (when tracked).
+    pub fn take_changes(&mut self) -> Vec<SecretBytes> {
+        self.changes
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// How many new values were not remembered because the limit was reached.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The replacement of a known value.
+    pub fn get(&self, value: &[u8]) -> Option<&KnownSecret> {
+        self.map.get(value)
     }
 
     /// Remember everything `other` knows.
@@ -119,45 +170,77 @@ impl Known {
         }
     }
 
+    /// Bring `cache` up to what is known: extended with the changes when they are tracked
+    /// and the matcher can grow, else built again (None: nothing worth propagating).
+    pub fn refresh(&mut self, cache: &mut Option<Echoes>) {
+        if self.changes.is_none() {
+            *cache = self.echoes();
+            return;
+        }
+        let changed = self.take_changes();
+        let grown = match cache {
+            Some(_) if changed.is_empty() => true,
+            Some(e) => e.extend(self, &changed),
+            None => false,
+        };
+        if !grown {
+            *cache = self.echoes();
+        }
+    }
+
     /// The matcher of the values worth propagating; None when there is none.
     pub fn echoes(&self) -> Option<Echoes> {
-        let mut pats: Vec<Vec<u8>> = Vec::new();
-        let mut meta: Vec<(usize, Reach)> = Vec::new();
-        let mut secrets = Vec::new();
-        let mut seen: std::collections::HashSet<Vec<u8>> = Default::default();
+        let mut b = EchoesBuilder::default();
         for (v, s) in &self.map {
-            let Some(r) = reach(&v.0) else { continue };
-            let idx = secrets.len();
-            secrets.push(s.clone());
-            for form in forms(&v.0) {
-                if seen.insert(form.clone()) {
-                    pats.push(form);
-                    meta.push((idx, r));
-                }
-            }
-            if r == Reach::Anywhere {
-                for form in encoded_forms(&v.0) {
-                    if seen.insert(form.clone()) {
-                        pats.push(form);
-                        meta.push((idx, Reach::Anywhere));
-                    }
-                }
+            b.add(&v.0, s);
+        }
+        b.build()
+    }
+}
+
+/// Collects the patterns of [`Echoes`]: each value's forms (and encoded forms), each once.
+#[derive(Default)]
+struct EchoesBuilder {
+    pats: Vec<Vec<u8>>,
+    meta: Vec<(usize, Reach)>,
+    secrets: Vec<KnownSecret>,
+    seen: foldhash::HashSet<Vec<u8>>,
+}
+
+impl EchoesBuilder {
+    fn add(&mut self, v: &[u8], s: &KnownSecret) {
+        let Some(r) = reach(v) else { return };
+        let idx = self.secrets.len();
+        self.secrets.push(s.clone());
+        for (form, r) in patterns_of(v, r) {
+            if self.seen.insert(form.clone()) {
+                self.pats.push(form);
+                self.meta.push((idx, r));
             }
         }
-        if pats.is_empty() {
+    }
+
+    fn build(self) -> Option<Echoes> {
+        if self.pats.is_empty() {
             return None;
         }
-        // The escapes that can break a value's raw bytes apart, found in the same pass.
-        for esc in [&b"\\u"[..], b"\\/"] {
-            pats.push(esc.to_vec());
-            meta.push((ESCAPE, Reach::Anywhere));
-        }
-        let ac = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&pats)
-            .expect("literal patterns build");
-        Some(Echoes { ac, meta, secrets })
+        Some(Echoes {
+            matcher: Matcher::new(&self.pats),
+            meta: self.meta,
+            secrets: self.secrets,
+            escape_u: memmem::Finder::new(b"\\u").into_owned(),
+            escape_slash: memmem::Finder::new(b"\\/").into_owned(),
+        })
     }
+}
+
+/// The patterns a value is searched as, each with where it may be replaced.
+fn patterns_of(v: &[u8], r: Reach) -> Vec<(Vec<u8>, Reach)> {
+    let mut out: Vec<(Vec<u8>, Reach)> = forms(v).into_iter().map(|f| (f, r)).collect();
+    if r == Reach::Anywhere {
+        out.extend(encoded_forms(v).into_iter().map(|f| (f, Reach::Anywhere)));
+    }
+    out
 }
 
 /// The values of a known-values file: one a line, or a dotenv file (`KEY=value`,
@@ -404,9 +487,6 @@ fn placeholders(text: &[u8]) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// [`Echoes`]' pattern index of an escape (`\u`, `\/`) rather than a secret.
-const ESCAPE: usize = usize::MAX;
-
 fn is_word_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
@@ -435,10 +515,13 @@ pub struct EchoLine {
 
 /// The compiled matcher of a set of known secrets.
 pub struct Echoes {
-    ac: AhoCorasick,
+    matcher: Matcher,
     /// Per pattern: the secret it stands for and where it may be replaced.
     meta: Vec<(usize, Reach)>,
     secrets: Vec<KnownSecret>,
+    /// The escapes that can break a value's raw bytes apart in a JSON line.
+    escape_u: memmem::Finder<'static>,
+    escape_slash: memmem::Finder<'static>,
 }
 
 impl Echoes {
@@ -447,33 +530,59 @@ impl Echoes {
         &self.secrets[i]
     }
 
+    /// Learn the values `changed` (added to `known` or given another replacement since this
+    /// matcher was built) in place. False when this matcher cannot grow (a small set's
+    /// automaton): build it again from `known`.
+    pub fn extend(&mut self, known: &Known, changed: &[SecretBytes]) -> bool {
+        let Matcher::Large(a) = &mut self.matcher else {
+            return false;
+        };
+        for v in changed {
+            let (Some(s), Some(r)) = (known.get(&v.0), reach(&v.0)) else {
+                continue;
+            };
+            // A value known before with another replacement keeps its index.
+            if let Some(id) = a.id_of(&v.0) {
+                let idx = self.meta[id].0;
+                self.secrets[idx] = s.clone();
+                continue;
+            }
+            let idx = self.secrets.len();
+            self.secrets.push(s.clone());
+            for (form, r) in patterns_of(&v.0, r) {
+                if a.id_of(&form).is_none() {
+                    a.push_at(&form);
+                    self.meta.push((idx, r));
+                }
+            }
+        }
+        true
+    }
+
     /// The occurrences in `text` the guard lets through: (start, end, secret). Never one
     /// inside a placeholder (`[REDACTED:github-pat]` holds the word `github`).
     fn find(&self, text: &[u8]) -> Vec<(usize, usize, usize)> {
         let mut out = Vec::new();
         let mut marks: Option<Vec<(usize, usize)>> = None;
-        for m in self.ac.find_iter(text) {
-            let (idx, r) = self.meta[m.pattern().as_usize()];
-            if idx == ESCAPE {
-                continue;
-            }
+        self.matcher.for_each(text, |start, end, pat| {
+            let (idx, r) = self.meta[pat];
             let marks = marks.get_or_insert_with(|| placeholders(text));
-            if marks.iter().any(|&(a, b)| m.start() < b && a < m.end()) {
-                continue;
+            if marks.iter().any(|&(a, b)| start < b && a < end) {
+                return;
             }
             if r == Reach::WholeToken {
-                let before = m.start().checked_sub(1).map(|i| text[i]);
-                let after = text.get(m.end()).copied();
-                let first = text[m.start()];
-                let last = text[m.end() - 1];
+                let before = start.checked_sub(1).map(|i| text[i]);
+                let after = text.get(end).copied();
+                let first = text[start];
+                let last = text[end - 1];
                 if before.is_some_and(|b| is_word_byte(b) && is_word_byte(first))
                     || after.is_some_and(|a| is_word_byte(a) && is_word_byte(last))
                 {
-                    continue;
+                    return;
                 }
             }
-            out.push((m.start(), m.end(), idx));
-        }
+            out.push((start, end, idx));
+        });
         out
     }
 
@@ -514,13 +623,13 @@ impl Echoes {
         // (`\u`, `\/`) that can break a value's raw bytes apart (strings holding one are
         // decoded and searched).
         let mut values: Vec<usize> = Vec::new();
-        let mut escapes: Vec<usize> = Vec::new();
-        for m in self.ac.find_iter(line) {
-            if self.meta[m.pattern().as_usize()].0 == ESCAPE {
-                escapes.push(m.start());
-            } else {
-                values.push(m.start());
-            }
+        self.matcher
+            .for_each(line, |start, _, _| values.push(start));
+        let mut escapes: Vec<usize> = self.escape_u.find_iter(line).collect();
+        let unicode = escapes.len();
+        escapes.extend(self.escape_slash.find_iter(line));
+        if unicode > 0 && escapes.len() > unicode {
+            escapes.sort_unstable();
         }
         if values.is_empty() && escapes.is_empty() {
             return None;
@@ -720,6 +829,69 @@ mod tests {
         );
         let out = e.line(line.as_bytes()).unwrap();
         assert_eq!(out.blocks.len(), 1);
+    }
+
+    fn secret(rule: &str) -> KnownSecret {
+        KnownSecret {
+            rule: rule.into(),
+            placeholder: format!("[REDACTED:{rule}]").into_bytes(),
+            fingerprint: String::new(),
+        }
+    }
+
+    /// A value a stream learns chunk after chunk is found by the grown matcher as by one
+    /// built from everything known, including a value whose replacement changed.
+    #[test]
+    fn a_grown_matcher_finds_what_a_rebuilt_one_does() {
+        let value = |i: usize| format!("Zq8xLm3kvR7pW2x{i:06}");
+        let mut k = Known::default();
+        k.track_changes(usize::MAX);
+        let mut cache = None;
+        // Past the small set, so the matcher is the anchored one and grows in place.
+        for i in 0..2000 {
+            k.add(value(i).as_bytes(), secret("b-rule"));
+        }
+        k.refresh(&mut cache);
+        assert!(matches!(
+            cache.as_ref().unwrap().matcher,
+            matcher::Matcher::Large(_)
+        ));
+        for i in 2000..2100 {
+            k.add(value(i).as_bytes(), secret("b-rule"));
+        }
+        k.add(value(7).as_bytes(), secret("a-rule"));
+        k.refresh(&mut cache);
+        let grown = cache.unwrap();
+        let rebuilt = k.echoes().unwrap();
+        for i in [0, 7, 1999, 2000, 2099] {
+            let line = format!(r#"{{"a":"say {} now"}}"#, value(i));
+            let (g, r) = (grown.line(line.as_bytes()), rebuilt.line(line.as_bytes()));
+            assert_eq!(
+                g.as_ref().map(|l| &l.line),
+                r.as_ref().map(|l| &l.line),
+                "{i}"
+            );
+            assert!(g.is_some(), "{i} is replaced");
+        }
+        let seven = grown.line(format!("x {}", value(7)).as_bytes()).unwrap();
+        assert_eq!(seven.line, b"x [REDACTED:a-rule]");
+    }
+
+    #[test]
+    fn a_limited_set_counts_what_it_did_not_keep() {
+        let mut k = Known::default();
+        k.track_changes(2);
+        for v in [
+            "Zq8xLm3kvR7pW2xY9kT1",
+            "Zq8xLm3kvR7pW2xY9kT2",
+            "Zq8xLm3kvR7pW2xY9kT3",
+        ] {
+            k.add(v.as_bytes(), secret("r"));
+        }
+        assert_eq!((k.len(), k.dropped()), (2, 1));
+        // A value known already may still change its replacement.
+        k.add(b"Zq8xLm3kvR7pW2xY9kT1", secret("a"));
+        assert_eq!(k.get(b"Zq8xLm3kvR7pW2xY9kT1").unwrap().rule, "a");
     }
 
     #[test]

@@ -327,8 +327,59 @@ use special::{Special, SPECIAL_BYTES};
 const SHARED_ANCHORS: &[&[u8]] = &[b"key", b"sk-"];
 
 /// Raw escapes that could hide a keyword (keywords are ASCII): a `\u00XX` escape, and `/`
-/// written as `\/` in `://`. A line holding one is scanned string by string.
-const ESCAPE_ANCHORS: &[&[u8]] = &[b"\\u00", b":\\/", b":/\\/"];
+/// written as `\/` in `://`; and the invisible characters a token can be broken by (issue #25:
+/// a zero-width space pasted inside `ghp_…` hides it from every rule), raw or escaped. A line
+/// holding one is scanned string by string, and a string holding an invisible character is
+/// also searched without them ([`without_invisible`]).
+const ESCAPE_ANCHORS: &[&[u8]] = &[
+    b"\\u00",
+    b":\\/",
+    b":/\\/",
+    "\u{200B}".as_bytes(),
+    "\u{200C}".as_bytes(),
+    "\u{200D}".as_bytes(),
+    "\u{2060}".as_bytes(),
+    "\u{FEFF}".as_bytes(),
+    "\u{AD}".as_bytes(),
+    b"\\u200",
+    b"\\u2060",
+    b"\\ufeff",
+    b"\\uFEFF",
+];
+
+/// Characters that show nothing and break a token apart: zero-width space, non-joiner and
+/// joiner, word joiner, the byte-order mark (zero-width no-break space), the soft hyphen.
+pub const INVISIBLE: [char; 6] = [
+    '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{AD}',
+];
+
+/// `text` without its [`INVISIBLE`] characters; None when it holds none.
+pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
+    // Each is encoded with a lead byte 0xE2, 0xEF or 0xC2.
+    memchr::memchr3(0xE2, 0xEF, 0xC2, text)?;
+    let is_invisible = |t: &[u8]| {
+        INVISIBLE.iter().find_map(|c| {
+            let mut b = [0u8; 4];
+            let enc = c.encode_utf8(&mut b).as_bytes();
+            t.starts_with(enc).then_some(enc.len())
+        })
+    };
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
+    for p in memchr::memchr3_iter(0xE2, 0xEF, 0xC2, text) {
+        if p < at {
+            continue;
+        }
+        if let Some(n) = is_invisible(&text[p..]) {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+            o.extend_from_slice(&text[at..p]);
+            at = p + n;
+        }
+    }
+    let mut o = out?;
+    o.extend_from_slice(&text[at..]);
+    Some(o)
+}
 
 /// Hit marker of an escape anchor.
 pub const ESCAPE: u32 = u32::MAX;

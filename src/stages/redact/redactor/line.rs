@@ -34,11 +34,12 @@ impl Redactor {
         let block = raw_hits
             .iter()
             .any(|h| self.engine.rules[h.rule as usize].trim);
-        // Strings starting after the last occurrence hold none (unless an escape hides one).
+        // Strings starting after the last occurrence hold none (unless an escape hides one),
+        // save the rest of a secret split off at the end of the one before (a few bytes on).
         let stop = if full || escaped || block {
             usize::MAX
         } else {
-            raw_hits.last().map_or(0, |h| h.pos)
+            raw_hits.last().map_or(0, |h| h.pos + 2 * SPLIT_WINDOW)
         };
         let mut st = LineState {
             memo_budget: line.len(),
@@ -51,8 +52,14 @@ impl Redactor {
             if !tok.is_key && self.pem_line(line, tok, frames, &mut st) {
                 return;
             }
+            if !tok.is_key {
+                split_pair(line, tok, frames, &raw_hits, &esc_pos, full, &mut st);
+            }
             self.string(line, tok, frames, &raw_hits, &esc_pos, full, &mut st);
         });
+        if st.ok && !st.split_pairs.is_empty() {
+            self.split_secrets(line, full, &mut st);
+        }
         if walked.is_err() || !st.ok {
             let (new, found) = self.text(line, full);
             return LineResult {
@@ -85,6 +92,84 @@ impl Redactor {
             findings: st.findings,
             blocks: st.blocks,
             secrets: st.secrets,
+        }
+    }
+
+    /// Secrets split between two consecutive strings of a record (issue #25: a token cut
+    /// between two text blocks, or between a message and the next field): the end of the first
+    /// and the start of the second are searched together, and a secret that spans them is
+    /// replaced in both (the first keeps the placeholder, the second loses its part). Only for
+    /// pairs whose first string has a keyword within [`SPLIT_WINDOW`] bytes of its end; not
+    /// when the second was changed by its own search, nor the first unless that change
+    /// replaced its end (the part it holds).
+    fn split_secrets(&self, line: &[u8], full: bool, st: &mut LineState) {
+        let pairs = std::mem::take(&mut st.split_pairs);
+        let mut added = false;
+        for (a, b) in pairs {
+            let touched =
+                |(s, e): (usize, usize)| st.edits.iter().any(|(es, ee, _)| *es < e && s < *ee);
+            // The first string's own search may have replaced the part it holds (a value
+            // that runs to its end): then only the second string's part is left to go.
+            let a_done = st.edits.iter().any(|(_, ee, _)| *ee == a.end);
+            if touched((b.start, b.end)) || (touched((a.start, a.end)) && !a_done) {
+                continue;
+            }
+            let (Some(ta), Some(tb)) = (
+                decoded(&line[a.start..a.end], a.flags),
+                decoded(&line[b.start..b.end], b.flags),
+            ) else {
+                continue;
+            };
+            let tail_from = ta.len().saturating_sub(2 * SPLIT_WINDOW);
+            let tail = &ta[tail_from..];
+            let head = &tb[..tb.len().min(2 * SPLIT_WINDOW)];
+            let joined = [tail, head].concat();
+            let mut found = Vec::new();
+            if full {
+                self.engine.find_all(&joined, false, &mut found);
+            } else {
+                let mut hits = Vec::new();
+                self.engine.hits(&joined, false, &mut hits);
+                self.engine.find(&joined, &mut hits, &mut found);
+            }
+            self.finish(&joined, &mut found);
+            let cut = tail.len();
+            // A key block across strings is the block rules' (one patch line a string).
+            let Some(f) = found
+                .iter()
+                .find(|f| f.start < cut && f.end > cut && !self.engine.rules[f.rule as usize].trim)
+            else {
+                continue;
+            };
+            let secret = &joined[f.start..f.end];
+            let mut new_a = ta[..tail_from + f.start].to_vec();
+            self.put_placeholder(&joined, f, &mut new_a);
+            // Each part becomes the placeholder: the text reads as redacted on both sides.
+            let mut new_b = Vec::with_capacity(tb.len());
+            self.put_placeholder(&joined, f, &mut new_b);
+            new_b.extend_from_slice(&tb[f.end - cut..]);
+            st.findings.push(LineFinding {
+                rule: f.rule as usize,
+                path: Some(a.path.clone()),
+                offset: tail_from + f.start,
+                len: secret.len(),
+                fingerprint: self.fingerprint(secret),
+                secret: SecretBytes::new(secret),
+            });
+            json::content_blocks(&a.path, &mut st.blocks);
+            json::content_blocks(&b.path, &mut st.blocks);
+            for (t, new) in [(&a, &new_a[..]), (&b, &new_b[..])] {
+                if a_done && std::ptr::eq(t, &a) {
+                    continue;
+                }
+                let mut enc = Vec::with_capacity(new.len() + 2);
+                json::encode(new, &mut enc);
+                st.edits.push((t.start, t.end, enc));
+            }
+            added = true;
+        }
+        if added {
+            st.edits.sort_by_key(|e| e.0);
         }
     }
 
@@ -279,6 +364,13 @@ impl Redactor {
         // third copy). None once something else changed it.
         let mut reps: Option<Vec<(usize, usize, Vec<u8>)>> = Some(Vec::new());
         let mut cur = text;
+        // A token broken by invisible characters is searched as it reads; the string loses
+        // them only when a secret was found in it (else nothing is edited).
+        if let Some(visible) = scan::without_invisible(&cur) {
+            cur = std::borrow::Cow::Owned(visible);
+            reps = None;
+            mapped = None;
+        }
         let mut path: Option<Vec<Seg>> = None;
         let path_of = |st: &LineState| {
             let mut p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
@@ -607,6 +699,81 @@ pub(super) struct Memo {
     edits: std::ops::Range<usize>,
 }
 
+/// How near the end of a string a keyword must be for the string's end and the next string's
+/// start to be searched together ([`Redactor::split_secrets`]); twice this of each is searched.
+pub(super) const SPLIT_WINDOW: usize = 128;
+
+/// A value string that may hold part of a split secret.
+pub(super) struct SplitPart {
+    start: usize,
+    end: usize,
+    flags: u8,
+    path: Vec<Seg>,
+    /// Strings seen since this one.
+    after: usize,
+}
+
+/// Note the pair (an earlier string, `tok`) when the earlier one has a keyword near its end
+/// and `tok` is the same field of the next element ([`siblings`]): the next text block comes
+/// after the block's other fields (`"type": "text"`), so a few strings are looked past.
+/// With `full` (no prefilter), every string may start a pair, as may one that holds an escape.
+fn split_pair(
+    line: &[u8],
+    tok: &Tok,
+    frames: &[Frame],
+    raw_hits: &[Hit],
+    esc_pos: &[usize],
+    full: bool,
+    st: &mut LineState,
+) {
+    let lo = raw_hits.partition_point(|h| h.pos + SPLIT_WINDOW < tok.end);
+    // A string an escape may hide a keyword in counts as one with a keyword (the prefilter
+    // could not see it).
+    let hidden = tok.flags & (esc::U | esc::SLASH) != 0 || {
+        let i = esc_pos.partition_point(|&p| p < tok.start);
+        esc_pos.get(i).is_some_and(|&p| p < tok.end)
+    };
+    let near_end = full
+        || hidden
+        || raw_hits
+            .get(lo)
+            .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start);
+    let part = |tok: &Tok| SplitPart {
+        start: tok.start,
+        end: tok.end,
+        flags: tok.flags,
+        path: json::path_of(line, frames),
+        after: 0,
+    };
+    if let Some(mut a) = st.split_prev.take() {
+        let b = part(tok);
+        if siblings(&a.path, &b.path) {
+            st.split_pairs.push((a, b));
+        } else if a.after < SPLIT_LOOK_PAST {
+            a.after += 1;
+            st.split_prev = Some(a);
+        }
+    }
+    if near_end {
+        st.split_prev = Some(part(tok));
+    }
+}
+
+/// How many strings after one with a keyword near its end are looked at for its sibling.
+const SPLIT_LOOK_PAST: usize = 4;
+
+/// Whether two paths are the same field of consecutive elements of one array
+/// (`content[0].text` and `content[1].text`, `lines[4]` and `lines[5]`): one text cut in two.
+/// Never two fields of one object: a message's end and the record's `uuid` that follows it
+/// are no secret together.
+fn siblings(a: &[Seg], b: &[Seg]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).filter(|(x, y)| x != y).count() == 1
+        && a.iter()
+            .zip(b)
+            .any(|(x, y)| matches!((x, y), (Seg::Idx(i), Seg::Idx(j)) if i + 1 == *j))
+}
+
 /// Offsets of the escape hits among `hits`, sorted.
 pub(super) fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
     out.extend(
@@ -631,6 +798,10 @@ pub(super) fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]
 
 pub(super) struct LineState {
     pub(super) edits: Vec<(usize, usize, Vec<u8>)>,
+    /// The last value string seen, when a keyword sits within [`SPLIT_WINDOW`] of its end.
+    pub(super) split_prev: Option<SplitPart>,
+    /// Consecutive value strings whose boundary may split a secret ([`split_pair`]).
+    pub(super) split_pairs: Vec<(SplitPart, SplitPart)>,
     /// Object keys that were redacted: start offset → the key as it now reads.
     pub(super) keys: std::collections::HashMap<usize, String>,
     /// Redacted keys per object (path of the object, key): how many so far.
@@ -657,6 +828,8 @@ impl Default for LineState {
     fn default() -> Self {
         LineState {
             edits: Vec::new(),
+            split_prev: None,
+            split_pairs: Vec::new(),
             keys: Default::default(),
             key_names: Default::default(),
             pem: None,

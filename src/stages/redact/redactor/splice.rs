@@ -197,6 +197,18 @@ impl Redactor {
     }
 
     pub(super) fn text(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
+        // A token broken by invisible characters is searched as it reads: when a secret is
+        // found, the text comes back without them (offsets are then the visible text's).
+        if let Some(visible) = scan::without_invisible(text) {
+            let (new, findings) = self.text_visible(&visible, full);
+            if !findings.is_empty() {
+                return (Some(new.unwrap_or(visible)), findings);
+            }
+        }
+        self.text_visible(text, full)
+    }
+
+    fn text_visible(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         let mut cur = std::borrow::Cow::Borrowed(text);
         let mut findings = Vec::new();
         // Where the placeholders of earlier rounds sit, so a later round's finding is reported

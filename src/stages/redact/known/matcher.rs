@@ -1,0 +1,312 @@
+//! The literal matcher behind [`super::Echoes`]: leftmost-longest, non-overlapping occurrences
+//! of a set of byte strings.
+//!
+//! A session knows a handful of secrets; an attacker's (or a generated) input can make it know
+//! a million. Aho-Corasick is the fastest matcher for the first (its SIMD prefilter) and the
+//! wrong one for the second: its automaton costs ~20 KB per 40-byte token with its hex and
+//! base64 forms (50k distinct keys in a 6 MB file took 24 s and 941 MB to build), and it cannot
+//! grow, so a stream that learns keys chunk after chunk rebuilt it each time. Above
+//! [`SMALL_SET`] patterns the set is kept as [`Anchored`] instead: each pattern indexed by its
+//! first [`ANCHOR`] bytes, a bitset in front of the index, memory linear in the patterns'
+//! bytes, and `extend` in place. Both give the same matches (a property test holds them to it);
+//! `benches/known_matcher.rs` measures where one overtakes the other.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+/// Up to this many patterns Aho-Corasick is used (measured by `benches/known_matcher.rs`).
+pub const SMALL_SET: usize = 4096;
+
+/// Leftmost-longest matcher over a set of byte strings.
+pub enum Matcher {
+    /// Aho-Corasick over a small set.
+    Small(AhoCorasick),
+    /// The anchored index over a large one.
+    Large(Anchored),
+}
+
+impl Matcher {
+    /// A matcher of `pats` (each at least 4 bytes); pattern ids are their indexes (a pattern
+    /// the anchored index has no room for is not matched: see [`BUCKET`]).
+    pub fn new(pats: &[Vec<u8>]) -> Matcher {
+        if pats.len() <= SMALL_SET {
+            Matcher::small(pats)
+        } else {
+            Matcher::anchored(pats)
+        }
+    }
+
+    /// The Aho-Corasick matcher of `pats`, whatever their number.
+    pub fn small(pats: &[Vec<u8>]) -> Matcher {
+        Matcher::Small(
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(pats)
+                .expect("literal patterns build"),
+        )
+    }
+
+    /// The anchored matcher of `pats`, whatever their number.
+    pub fn anchored(pats: &[Vec<u8>]) -> Matcher {
+        let mut a = Anchored::default();
+        for p in pats {
+            a.push_at(p);
+        }
+        Matcher::Large(a)
+    }
+
+    /// Call `f(start, end, pattern)` for each leftmost-longest, non-overlapping occurrence.
+    pub fn for_each(&self, text: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+        match self {
+            Matcher::Small(ac) => {
+                for m in ac.find_iter(text) {
+                    f(m.start(), m.end(), m.pattern().as_usize());
+                }
+            }
+            Matcher::Large(a) => a.for_each(text, f),
+        }
+    }
+}
+
+/// Patterns indexed by a hash of their first [`ANCHOR`] bytes (all of them when shorter):
+/// one table per length up to [`ANCHOR`], so that every probe is one hash of a fixed window.
+/// Tokens share prefixes (`ghp_`, `sk-ant-api03-`, hex of `ghp_`): 24 bytes tell them apart, and a
+/// bucket holds at most [`BUCKET`] patterns, so no input makes a probe long.
+#[derive(Default)]
+pub struct Anchored {
+    pats: Vec<Box<[u8]>>,
+    /// Longest window first: the first table with a match holds the longest one.
+    tables: Vec<Table>,
+}
+
+struct Table {
+    /// The window: the patterns' length (shorter than [`ANCHOR`]), or [`ANCHOR`].
+    len: usize,
+    /// Window hash → the ids of the patterns it starts.
+    index: foldhash::HashMap<u64, Vec<u32>>,
+    /// One bit per hash: most positions of a text are rejected here, in cache.
+    bits: Vec<u64>,
+}
+
+/// Bytes of a pattern its window covers at most. Every known value is at least
+/// [`super::MIN_LEN`] bytes.
+pub const ANCHOR: usize = 24;
+
+/// At most this many patterns share a window; more are not added (an input built to make one
+/// window match a million values would otherwise make every probe a million comparisons).
+pub const BUCKET: usize = 64;
+
+/// Bits of the hash the bitset is indexed by (32 KiB a table).
+const BITS: u32 = 18;
+
+/// The hash of `b[..len]` (`b` holds at least `len` bytes, `len` from 4 to [`ANCHOR`]): every
+/// byte of the window, from two or three overlapping loads — constant time.
+fn window(b: &[u8], len: usize) -> u64 {
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            b[at..at + 4].try_into().expect("4 bytes"),
+        ))
+    };
+    let (x, y, z) = match len {
+        ..=7 => (u32_at(0), u32_at(len - 4), 0),
+        8..=15 => (u64_at(0), u64_at(len - 8), 0),
+        _ => (u64_at(0), u64_at(len / 2 - 4), u64_at(len - 8)),
+    };
+    let h = x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ y.rotate_left(21).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
+        ^ z.rotate_left(43)
+        ^ len as u64;
+    h ^ (h >> 29).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+}
+
+fn slot(h: u64) -> usize {
+    (h >> (64 - BITS)) as usize
+}
+
+impl Table {
+    fn has(&self, h: u64) -> bool {
+        let s = slot(h);
+        self.bits[s / 64] & (1 << (s % 64)) != 0
+    }
+}
+
+impl Anchored {
+    fn table_len(p: &[u8]) -> usize {
+        p.len().min(ANCHOR)
+    }
+
+    /// The id of pattern `p` when it holds it.
+    pub fn id_of(&self, p: &[u8]) -> Option<usize> {
+        let len = Self::table_len(p);
+        let t = self.tables.iter().find(|t| t.len == len)?;
+        let ids = t.index.get(&window(p, len))?;
+        ids.iter()
+            .map(|&i| i as usize)
+            .find(|&i| &*self.pats[i] == p)
+    }
+
+    /// Add `p` (at least 4 bytes); its id, or None when its window's bucket is full.
+    pub fn push(&mut self, p: &[u8]) -> Option<usize> {
+        assert!(p.len() >= 4, "a pattern shorter than a window");
+        let len = Self::table_len(p);
+        let at = match self.tables.iter().position(|t| t.len == len) {
+            Some(i) => i,
+            None => {
+                self.tables.push(Table {
+                    len,
+                    index: Default::default(),
+                    bits: vec![0; 1 << (BITS - 6)],
+                });
+                self.tables.sort_by_key(|t| std::cmp::Reverse(t.len));
+                self.tables
+                    .iter()
+                    .position(|t| t.len == len)
+                    .expect("added")
+            }
+        };
+        let t = &mut self.tables[at];
+        let h = window(p, len);
+        let ids = t.index.entry(h).or_default();
+        if ids.len() >= BUCKET {
+            return None;
+        }
+        let id = self.pats.len();
+        ids.push(id as u32);
+        let s = slot(h);
+        t.bits[s / 64] |= 1 << (s % 64);
+        self.pats.push(p.into());
+        Some(id)
+    }
+
+    /// Add `p` keeping ids equal to indexes in the caller's list: a pattern with no room is
+    /// kept as an empty placeholder that matches nothing.
+    pub fn push_at(&mut self, p: &[u8]) -> usize {
+        match self.push(p) {
+            Some(id) => id,
+            None => {
+                self.pats.push(Box::default());
+                self.pats.len() - 1
+            }
+        }
+    }
+
+    /// As [`Matcher::for_each`].
+    pub fn for_each(&self, text: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+        let Some(shortest) = self.tables.last().map(|t| t.len) else {
+            return;
+        };
+        let mut i = 0;
+        while i + shortest <= text.len() {
+            let rest = &text[i..];
+            let mut best: Option<usize> = None;
+            for t in &self.tables {
+                if rest.len() < t.len {
+                    continue;
+                }
+                let h = window(rest, t.len);
+                if !t.has(h) {
+                    continue;
+                }
+                let Some(ids) = t.index.get(&h) else { continue };
+                // The longest pattern here; among equally long ones, the first added
+                // (Aho-Corasick's leftmost-longest picks the same).
+                for id in ids.iter().map(|&id| id as usize) {
+                    let p = &self.pats[id];
+                    if rest.starts_with(p) && best.is_none_or(|b| self.pats[b].len() < p.len()) {
+                        best = Some(id);
+                    }
+                }
+                // Tables go from the longest window down: a match here is longer than any
+                // in the tables after.
+                if best.is_some() {
+                    break;
+                }
+            }
+            match best {
+                Some(id) => {
+                    let end = i + self.pats[id].len();
+                    f(i, end, id);
+                    i = end;
+                }
+                None => i += 1,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn all(m: &Matcher, text: &[u8]) -> Vec<(usize, usize, usize)> {
+        let mut out = Vec::new();
+        m.for_each(text, |s, e, p| out.push((s, e, p)));
+        out
+    }
+
+    fn anchored(pats: &[Vec<u8>]) -> Matcher {
+        Matcher::anchored(pats)
+    }
+
+    fn small(pats: &[Vec<u8>]) -> Matcher {
+        Matcher::small(pats)
+    }
+
+    #[test]
+    fn longest_wins_at_the_leftmost_start() {
+        let pats = vec![b"abcd".to_vec(), b"abcdef".to_vec(), b"cdefgh".to_vec()];
+        let text = b"xxabcdefgh abcdX";
+        assert_eq!(all(&anchored(&pats), text), all(&small(&pats), text));
+        assert_eq!(all(&anchored(&pats), text), vec![(2, 8, 1), (11, 15, 0)]);
+    }
+
+    #[test]
+    fn a_large_set_is_anchored_and_finds_its_own() {
+        let pats: Vec<Vec<u8>> = (0..SMALL_SET + 10)
+            .map(|i| format!("key{i:06}x").into_bytes())
+            .collect();
+        let m = Matcher::new(&pats);
+        assert!(matches!(m, Matcher::Large(_)));
+        assert_eq!(all(&m, b"a key004100x b"), vec![(2, 12, 4100)]);
+    }
+
+    /// Tokens of one kind share a long prefix; they stay apart, and a window shared by more
+    /// than [`BUCKET`] patterns takes no more (so a probe stays short).
+    #[test]
+    fn shared_prefixes_stay_apart_and_a_full_bucket_takes_no_more() {
+        let pats: Vec<Vec<u8>> = (0..3000)
+            .map(|i| format!("sk-ant-api03-{i:08}-rest-of-it").into_bytes())
+            .collect();
+        let m = Matcher::anchored(&pats);
+        assert_eq!(
+            all(&m, b"x sk-ant-api03-00002999-rest-of-it"),
+            vec![(2, 34, 2999)]
+        );
+        let same: Vec<Vec<u8>> = (0..BUCKET + 1)
+            .map(|i| format!("{}{i:03}", "A".repeat(ANCHOR)).into_bytes())
+            .collect();
+        let m = Matcher::anchored(&same);
+        let last = format!("{}{:03}", "A".repeat(ANCHOR), BUCKET);
+        assert!(all(&m, last.as_bytes()).is_empty(), "the bucket was full");
+        let first = format!("{}000", "A".repeat(ANCHOR));
+        assert_eq!(all(&m, first.as_bytes()), vec![(0, ANCHOR + 3, 0)]);
+    }
+
+    proptest! {
+        // Small alphabet so that patterns overlap and share anchors often.
+        #[test]
+        fn anchored_matches_as_aho_corasick_does(
+            pats in proptest::collection::vec(proptest::collection::vec(b'a'..=b'd', 4..9), 1..12),
+            text in proptest::collection::vec(b'a'..=b'e', 0..200),
+        ) {
+            let mut uniq: Vec<Vec<u8>> = Vec::new();
+            for p in pats {
+                if !uniq.contains(&p) {
+                    uniq.push(p);
+                }
+            }
+            prop_assert_eq!(all(&anchored(&uniq), &text), all(&small(&uniq), &text));
+        }
+    }
+}
