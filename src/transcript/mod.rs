@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod context;
 pub mod damage;
+pub mod ids;
 pub mod record;
 pub mod session;
 pub mod turns;

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use memchr::memmem;
 
+use super::fields::{self, Field};
 use super::json::{self, Seg};
 use matcher::Matcher;
 
@@ -204,6 +205,7 @@ struct EchoesBuilder {
     pats: Vec<Vec<u8>>,
     meta: Vec<(usize, Reach)>,
     secrets: Vec<KnownSecret>,
+    reach: Vec<Reach>,
     seen: foldhash::HashSet<Vec<u8>>,
 }
 
@@ -212,6 +214,7 @@ impl EchoesBuilder {
         let Some(r) = reach(v) else { return };
         let idx = self.secrets.len();
         self.secrets.push(s.clone());
+        self.reach.push(r);
         for (form, r) in patterns_of(v, r) {
             if self.seen.insert(form.clone()) {
                 self.pats.push(form);
@@ -228,6 +231,7 @@ impl EchoesBuilder {
             matcher: Matcher::new(&self.pats),
             meta: self.meta,
             secrets: self.secrets,
+            reach: self.reach,
             escape_u: memmem::Finder::new(b"\\u").into_owned(),
             escape_slash: memmem::Finder::new(b"\\/").into_owned(),
         })
@@ -519,6 +523,8 @@ pub struct Echoes {
     /// Per pattern: the secret it stands for and where it may be replaced.
     meta: Vec<(usize, Reach)>,
     secrets: Vec<KnownSecret>,
+    /// Per secret: where it may be replaced.
+    reach: Vec<Reach>,
     /// The escapes that can break a value's raw bytes apart in a JSON line.
     escape_u: memmem::Finder<'static>,
     escape_slash: memmem::Finder<'static>,
@@ -528,6 +534,11 @@ impl Echoes {
     /// The secret `i` of [`Echo::secret`].
     pub fn secret(&self, i: usize) -> &KnownSecret {
         &self.secrets[i]
+    }
+
+    /// Whether secret `i` is propagated wherever it occurs (not only as a whole token).
+    fn anywhere(&self, i: usize) -> bool {
+        self.reach[i] == Reach::Anywhere
     }
 
     /// Learn the values `changed` (added to `known` or given another replacement since this
@@ -549,6 +560,7 @@ impl Echoes {
             }
             let idx = self.secrets.len();
             self.secrets.push(s.clone());
+            self.reach.push(r);
             for (form, r) in patterns_of(&v.0, r) {
                 if a.id_of(&form).is_none() {
                     a.push_at(&form);
@@ -662,7 +674,24 @@ impl Echoes {
                 return;
             }
             let mut path = json::path_of(line, frames);
-            let mut new = self.replace(text, &found);
+            let kind = if tok.is_key {
+                Field::Text
+            } else {
+                fields::field(&path)
+            };
+            let mut new = match kind {
+                Field::Text => self.replace(text, &found),
+                // Claude Code's own words and the session's id are never a known value's echo.
+                Field::Structure => return,
+                // An id: only a value random enough to be a secret wherever it stands, and
+                // then a derived id of its kind (the redactor gives the same for the same id).
+                Field::Id { uuid } => {
+                    if !found.iter().any(|&(_, _, i)| self.anywhere(i)) {
+                        return;
+                    }
+                    crate::transcript::ids::pseudonym_id(text, uuid).into_bytes()
+                }
+            };
             if tok.is_key {
                 let n = key_names.entry((path.clone(), new.clone())).or_insert(0);
                 *n += 1;

@@ -43,6 +43,7 @@
 mod bigrams;
 pub mod checks;
 mod confirm;
+pub mod fields;
 pub mod json;
 pub mod known;
 mod redactor;

@@ -54,10 +54,11 @@ pub mod repair;
 mod tests;
 mod tools;
 
+pub(crate) use crate::transcript::ids::derived_uuid;
 use parents::*;
 use references::*;
+pub(crate) use tools::envelope;
 use tools::*;
-pub(crate) use tools::{derived_uuid, envelope};
 
 /// Result text of the synthetic `tool_result` for a call that never got one: the text Claude
 /// Code 2.1.x itself writes (`is_error: true`, also as `toolUseResult`, with

@@ -93,22 +93,6 @@ pub(crate) fn envelope(from: Option<&Value>, parent: Option<&str>) -> Map<String
     m
 }
 
-/// The uuid of a record cchist writes, derived from what it stands for (`parts`: the records
-/// and ids it answers or replaces): the same input gives the same output, run after run and
-/// whatever `-j` is, so outputs can be compared byte for byte and a second run is a no-op.
-/// A name-based (v5) uuid in cchist's own namespace, so it cannot meet a uuid Claude Code
-/// draws (v4) and distinct parts give distinct uuids.
-pub(crate) fn derived_uuid(parts: &[&str]) -> String {
-    // A namespace drawn at random once and fixed: cchist's own, so no other tool's v5 names meet ours.
-    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6b1f_3c2a_9d4e_5f60_8a7b_1c2d_3e4f_5a6b);
-    let mut name = Vec::new();
-    for p in parts {
-        name.extend_from_slice(p.as_bytes());
-        name.push(0);
-    }
-    uuid::Uuid::new_v5(&NAMESPACE, &name).to_string()
-}
-
 /// The last piece of each assistant message that holds an unanswered `tool_use`: where its
 /// synthetic results go, so they follow the whole message. For record `i` (a piece), the last
 /// later piece of the same message and branch that descends from `i`, else `i`.

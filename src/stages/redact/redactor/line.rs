@@ -447,6 +447,18 @@ impl Redactor {
             cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
         }
         let Some(mut path) = path else { return };
+        // An id that held a secret becomes an id of its kind derived from it: one placeholder
+        // for every such id would make records their own parents.
+        if !tok.is_key {
+            if let super::super::fields::Field::Id { uuid } = super::super::fields::field(&path) {
+                if let Some(old) = decoded(&line[s..e], tok.flags) {
+                    cur = std::borrow::Cow::Owned(
+                        crate::transcript::ids::pseudonym_id(&old, uuid).into_bytes(),
+                    );
+                    reps = None;
+                }
+            }
+        }
         if tok.is_key {
             reps = None;
             // Two secret keys of one object must not become the same key (a parser would keep

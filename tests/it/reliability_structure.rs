@@ -1,0 +1,136 @@
+//! Redaction keeps a session's structure (issue #25, adversarial pass): a known value that is
+//! one of Claude Code's own words or the session's id never rewrites the fields that hold
+//! them, and secrets inside ids become distinct derived ids, so every reference still meets.
+
+use serde_json::{json, Value};
+
+use crate::common::{cchist, ok};
+
+fn token(seed: u64) -> String {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let body: String = (0..36)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ALNUM[(x % ALNUM.len() as u64) as usize] as char
+        })
+        .collect();
+    format!("ghp_{body}")
+}
+
+fn records(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// A `.env` the session read says `SECRET_ROLE=assistant`, `API_TOKEN=<the session's id>`,
+/// `SECRET_MODEL=<the model>`: each value is a known secret, yet no record's `type`, `role`,
+/// `model` or `sessionId` changes (they were all replaced by a placeholder, and `validate`
+/// called the file valid).
+#[test]
+fn known_values_never_rewrite_claude_codes_own_fields() {
+    let sid = "11111111-2222-4333-8444-555555555555";
+    let model = "claude-opus-4-6";
+    let env = format!("SECRET_ROLE=assistant\nAPI_TOKEN={sid}\nSECRET_MODEL={model}\n");
+    let u = |n: u32| format!("aaaaaaaa-0000-4000-8000-00000000000{n}");
+    let recs = [
+        json!({"parentUuid": null, "type": "user", "uuid": u(1), "sessionId": sid,
+            "message": {"role": "user", "content": "read env"}}),
+        json!({"parentUuid": u(1), "type": "assistant", "uuid": u(2), "sessionId": sid,
+            "message": {"id": "m1", "model": model, "role": "assistant", "type": "message",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
+                    "input": {"file_path": "/tmp/proj/.env"}}]}}),
+        json!({"parentUuid": u(2), "type": "user", "uuid": u(3), "sessionId": sid,
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_1", "content": env}]},
+            "toolUseResult": {"type": "text", "file": {"filePath": "/tmp/proj/.env", "content": env}}}),
+        json!({"parentUuid": u(3), "type": "assistant", "uuid": u(4), "sessionId": sid,
+            "message": {"id": "m2", "model": model, "role": "assistant", "type": "message",
+                "content": [{"type": "text", "text": "done"}]}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(format!("{sid}.jsonl"));
+    let text: String = recs.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = ok(cchist().args(["run", "-p", "scrub"]).arg(&file));
+    let got = records(&out.stdout);
+    assert_eq!(got.len(), recs.len());
+    for (a, b) in recs.iter().zip(&got) {
+        for ptr in [
+            "/type",
+            "/sessionId",
+            "/message/role",
+            "/message/model",
+            "/message/type",
+        ] {
+            assert_eq!(a.pointer(ptr), b.pointer(ptr), "{ptr} changed: {b}");
+        }
+    }
+    // The values themselves are gone from the file's text.
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(!out.contains("SECRET_ROLE=assistant"), "{out}");
+}
+
+/// Distinct secrets inside ids (a record's `uuid`, a `tool_use` id) became one placeholder:
+/// duplicate uuids, records their own parents, duplicate tool ids. Each now becomes a distinct
+/// id of its kind derived from it, the same wherever it is referred to.
+#[test]
+fn secrets_in_ids_become_distinct_ids_that_still_meet() {
+    let (t1, t2, t3) = (token(1), token(2), token(3));
+    let recs = [
+        json!({"parentUuid": null, "type": "user", "uuid": t1, "sessionId": "s",
+            "message": {"role": "user", "content": "go"}}),
+        json!({"parentUuid": t1, "type": "assistant", "uuid": t2, "sessionId": "s",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use",
+                "id": t3, "name": "Bash", "input": {"command": "ls"}}]}}),
+        json!({"parentUuid": t2, "type": "user", "uuid": "u3", "sessionId": "s",
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": t3, "content": "ok"}]}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let text: String = recs.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = ok(cchist().arg("redact").arg(&file));
+    let s = String::from_utf8_lossy(&out.stdout).into_owned();
+    for t in [&t1, &t2, &t3] {
+        assert!(!s.contains(&t[4..20]), "a secret id survives: {s}");
+    }
+    let got = records(&out.stdout);
+    let uuid = |i: usize| got[i]["uuid"].as_str().unwrap().to_string();
+    assert_ne!(uuid(0), uuid(1), "distinct ids stay distinct");
+    for i in 0..2 {
+        assert!(
+            uuid::Uuid::parse_str(&uuid(i)).is_ok(),
+            "a uuid field holds a uuid: {}",
+            uuid(i)
+        );
+    }
+    assert_eq!(
+        got[1]["parentUuid"].as_str().unwrap(),
+        uuid(0),
+        "the child still meets its parent"
+    );
+    assert_eq!(got[2]["parentUuid"].as_str().unwrap(), uuid(1));
+    let call = got[1]["message"]["content"][0]["id"].as_str().unwrap();
+    let answer = got[2]["message"]["content"][0]["tool_use_id"]
+        .as_str()
+        .unwrap();
+    assert_eq!(call, answer, "the tool result still meets its call");
+    assert!(
+        call.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        "a valid tool id: {call}"
+    );
+    // A second run changes nothing.
+    let f2 = dir.path().join("s2.jsonl");
+    std::fs::write(&f2, &out.stdout).unwrap();
+    let again = ok(cchist().arg("redact").arg(&f2));
+    assert_eq!(again.stdout, out.stdout);
+}
