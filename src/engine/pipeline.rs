@@ -117,9 +117,13 @@ pub fn is_binary(data: &[u8]) -> bool {
 
 impl Pipeline {
     /// A pipeline of `stages`.
+    ///
+    /// A stage that replaces secrets runs before any stage that cuts text
+    /// ([`Stage::cuts_text`]), wherever `stages` puts it: a secret cut in two by a cap on
+    /// tool output no longer matches its rule, and half of it would be written out.
     pub fn new(stages: Vec<Box<dyn Stage>>, on_invalid: OnInvalid, description: String) -> Self {
         Pipeline {
-            stages,
+            stages: redact_before_cuts(stages),
             on_invalid,
             description,
             count_invalid: false,
@@ -511,6 +515,8 @@ impl Pipeline {
         trace: &mut Tracer,
         report: &mut FileReport,
     ) -> Result<bool> {
+        let last_secret = self.last_replacing_stage();
+        let mut after_secret = None;
         for (i, stage) in self.stages.iter().enumerate() {
             let before = rec.edits();
             let verdict = stage.record(rec, cx)?;
@@ -524,8 +530,51 @@ impl Pipeline {
                 stats.changed += 1;
                 Trace::note(trace, rec.id(), rec.line, i, Event::Changed);
             }
+            if Some(i) == last_secret {
+                after_secret = Some(rec.edits());
+            }
+        }
+        if after_secret.is_some_and(|e| e != rec.edits()) {
+            self.redact_again(rec, cx, report)?;
         }
         Ok(true)
+    }
+
+    /// The index of the last stage that replaces secrets, when a stage that can add text
+    /// ([`Stage::adds_text`]) comes after it: what such a stage adds or changes must be
+    /// redacted too ([`Pipeline::redact_again`]).
+    fn last_replacing_stage(&self) -> Option<usize> {
+        let i = self
+            .stages
+            .iter()
+            .rposition(|s| s.secrets() == Secrets::Replaces)?;
+        self.stages[i + 1..]
+            .iter()
+            .any(|s| s.adds_text())
+            .then_some(i)
+    }
+
+    /// Redaction is a property of the output, not of a stage's place: a record a stage after
+    /// the last redact stage added or changed (a summary a command wrote, a marker) goes
+    /// through every stage that replaces secrets again, in their order.
+    fn redact_again(
+        &self,
+        rec: &mut Record<'_>,
+        cx: &mut Cx,
+        report: &mut FileReport,
+    ) -> Result<()> {
+        for (i, stage) in self.stages.iter().enumerate() {
+            if stage.secrets() != Secrets::Replaces {
+                continue;
+            }
+            let before = rec.edits();
+            stage.record(rec, cx)?;
+            if rec.edits() != before {
+                report.stages[i].1.changed += 1;
+                report.changed = true;
+            }
+        }
+        Ok(())
     }
 
     fn put(
@@ -596,6 +645,8 @@ impl Pipeline {
         // The greatest id of a record read from the input.
         let last_input_id = records.last().map_or(0, Record::id);
         let mut session = Session::new(records);
+        let last_secret = self.last_replacing_stage();
+        let mut after_secret = None;
         for (i, stage) in self.stages.iter().enumerate() {
             let before = EditsBefore::new(&session.records);
             // With a trace, the lines of the records before the stage (to name the dropped).
@@ -640,6 +691,22 @@ impl Pipeline {
             // The indexes are stale only if the stage changed something (re-indexing a large
             // session costs as much as a stage).
             if stats.dropped > 0 || stats.added > 0 || stats.changed > 0 {
+                session.reindex();
+            }
+            if Some(i) == last_secret {
+                after_secret = Some(EditsBefore::new(&session.records));
+            }
+        }
+        if let Some(after) = after_secret {
+            let mut cursor = 0;
+            let mut again = false;
+            for r in session.records.iter_mut() {
+                if after.get(r.id(), &mut cursor) != Some(r.edits()) {
+                    self.redact_again(r, cx, report)?;
+                    again = true;
+                }
+            }
+            if again {
                 session.reindex();
             }
         }
@@ -759,6 +826,31 @@ impl EditsBefore {
         *cursor = k + 1;
         Some(self.0[k].1)
     }
+}
+
+/// `stages` with every stage that replaces secrets moved ahead of the first stage that cuts
+/// text (in their order; the others keep theirs).
+fn redact_before_cuts(stages: Vec<Box<dyn Stage>>) -> Vec<Box<dyn Stage>> {
+    let Some(first_cut) = stages.iter().position(|s| s.cuts_text()) else {
+        return stages;
+    };
+    let late = |i: usize, s: &dyn Stage| i > first_cut && s.secrets() == Secrets::Replaces;
+    if !stages.iter().enumerate().any(|(i, s)| late(i, s.as_ref())) {
+        return stages;
+    }
+    let mut moved = Vec::new();
+    let mut rest = Vec::new();
+    for (i, s) in stages.into_iter().enumerate() {
+        if late(i, s.as_ref()) {
+            moved.push(s);
+        } else {
+            rest.push(s);
+        }
+    }
+    let tail = rest.split_off(first_cut);
+    rest.extend(moved);
+    rest.extend(tail);
+    rest
 }
 
 /// Where one run's records go: adjacent untouched records of `base` (the buffer being run

@@ -119,6 +119,21 @@ pub trait Stage: Send + Sync {
         Secrets::Ignores
     }
 
+    /// Whether the stage shortens text it keeps (a cap on tool output): a stage that replaces
+    /// secrets is then run before it, wherever a pipeline file puts it.
+    fn cuts_text(&self) -> bool {
+        false
+    }
+
+    /// Whether the stage can write text that was not in its input (a summary a command
+    /// wrote, an edit document's content): what it adds or changes after a redact stage is
+    /// then redacted again. False for a stage that only removes, moves or relinks what is
+    /// there, or writes only cchist's own words (a truncation marker). True by default: a
+    /// stage that says nothing is taken to add text.
+    fn adds_text(&self) -> bool {
+        true
+    }
+
     /// Secrets the stage knows before it reads anything (the values its options declare).
     fn known_values(&self) -> Option<&crate::stages::redact::known::Known> {
         None

@@ -134,3 +134,93 @@ fn secrets_in_ids_become_distinct_ids_that_still_meet() {
     let again = ok(cchist().arg("redact").arg(&f2));
     assert_eq!(again.stdout, out.stdout);
 }
+
+/// A session of `turns` turns (user prompt, assistant answer), chained.
+fn session(turns: usize) -> String {
+    let mut out = String::new();
+    let mut parent: Option<String> = None;
+    for t in 0..turns {
+        let (u, a) = (format!("u{t}"), format!("a{t}"));
+        out += &crate::common::message_line(
+            "user",
+            &u,
+            parent.as_deref(),
+            &format!("prompt {t}"),
+            "s",
+        );
+        out += &crate::common::message_line("assistant", &a, Some(&u), "s", &format!("answer {t}"));
+        parent = Some(a);
+    }
+    out
+}
+
+/// Issue #25: a stage after `redact` that writes text (a summary command's answer) used to
+/// write it unredacted; the Stop hook's fork ran its stages in that order and said "redacted".
+/// What such a stage adds goes through the redact stage again, whatever the order.
+#[test]
+fn text_a_stage_adds_after_redact_is_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = token(9);
+    let reply = dir.path().join("reply.txt");
+    std::fs::write(&reply, format!("Summary: deployed with token {secret}")).unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "version = 1\n[[stage]]\ntype = \"redact\"\n[[stage]]\ntype = \"summarize-range\"\nturns = \"1..2\"\ncommand = \"cat >/dev/null; cat {}\"\n",
+            reply.display()
+        ),
+    )
+    .unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, session(4)).unwrap();
+    let out = ok(cchist().arg("run").arg("-p").arg(&pipeline).arg(&file));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Summary: deployed with token [REDACTED:"),
+        "{text}"
+    );
+    assert!(!text.contains(&secret[4..20]), "{text}");
+}
+
+/// Issue #25: `[drop-tool-noise] max_tool_output` before `redact` cut a token in two (24 of
+/// its 40 characters were written, unmatched). Redaction runs before any cut, whatever the
+/// order of the pipeline file.
+#[test]
+fn a_cap_before_redact_never_cuts_a_secret_in_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = token(11);
+    let output = format!("{}token {secret} {}", "x".repeat(66), "y".repeat(3000));
+    let recs = [
+        json!({"parentUuid": null, "type": "user", "uuid": "u1", "sessionId": "s",
+            "message": {"role": "user", "content": "show env"}}),
+        json!({"parentUuid": "u1", "type": "assistant", "uuid": "a1", "sessionId": "s",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use",
+                "id": "toolu_1", "name": "Bash", "input": {"command": "env"}}]}}),
+        json!({"parentUuid": "a1", "type": "user", "uuid": "u2", "sessionId": "s",
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_1", "content": output}]}}),
+    ];
+    let file = dir.path().join("s.jsonl");
+    let text: String = recs.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(&file, &text).unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "version = 1\n[[stage]]\ntype = \"drop-tool-noise\"\nmax_tool_output = 256\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let out = ok(cchist().arg("run").arg("-p").arg(&pipeline).arg(&file));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for w in secret.as_bytes().windows(8) {
+        let w = std::str::from_utf8(w).unwrap();
+        assert!(
+            !text.contains(w),
+            "part of the secret ({w}) survives:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("removed by cchist"),
+        "the output is still capped: {text}"
+    );
+}

@@ -188,6 +188,16 @@ fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError>
 }
 
 impl Stage for DropToolNoise {
+    /// It removes, moves or relinks records, and writes only cchist's own words.
+    fn adds_text(&self) -> bool {
+        false
+    }
+
+    /// It caps tool output.
+    fn cuts_text(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         DEF.name
     }

@@ -132,6 +132,11 @@ fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError>
 }
 
 impl Stage for Relink {
+    /// It removes, moves or relinks records, and writes only cchist's own words.
+    fn adds_text(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> &'static str {
         DEF.name
     }
