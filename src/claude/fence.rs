@@ -12,6 +12,11 @@ use crate::error::{Error, Origin, Result};
 /// is refused rather than read, so a hook stays within its timeout and memory.
 pub const MAX_READ_BYTES: u64 = 512 << 20;
 
+/// The most lines a hook runs a transcript of: a session pipeline costs up to ~100 bytes a
+/// record, so 512 MiB of blank lines (the byte bound alone) would take ~37 GB. Real sessions
+/// hold far fewer (a 500 MB transcript of tool output, some 100k lines).
+pub const MAX_HOOK_LINES: u64 = 4_000_000;
+
 /// The only files a hook touches: regular `.jsonl` files (and their companions) under
 /// `$CLAUDE_CONFIG_DIR/projects`, after resolving `..` and links.
 #[derive(Debug, Clone)]
@@ -111,6 +116,17 @@ impl Fence {
                 meta.len()
             )));
         }
+        // Only a file with more bytes than the line bound can hold more lines than it.
+        let records = resolved.extension().is_some_and(|x| x == "jsonl");
+        if records && meta.len() > MAX_HOOK_LINES {
+            let lines =
+                count_lines(&resolved).map_err(|e| Refusal::Outside(format!("{shown}: {e}")))?;
+            if lines > MAX_HOOK_LINES {
+                return Err(Refusal::Outside(format!(
+                    "{shown}: {lines} lines, over the hook limit of {MAX_HOOK_LINES} (each costs memory whatever its size); run `cchist` on it by hand"
+                )));
+            }
+        }
         Ok(resolved)
     }
 
@@ -134,6 +150,22 @@ impl Fence {
             }
         }
         (ok, refused)
+    }
+}
+
+/// The lines of the file at `path`, counted a MiB at a time (not mapped: another process may
+/// truncate it).
+fn count_lines(path: &Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let got = f.read(&mut buf)?;
+        if got == 0 {
+            return Ok(n);
+        }
+        n += memchr::memchr_iter(b'\n', &buf[..got]).count() as u64;
     }
 }
 

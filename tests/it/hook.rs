@@ -431,6 +431,27 @@ fn the_fence_keeps_hooks_on_session_files() {
     assert_eq!(std::fs::read_to_string(away.join("t.txt")).unwrap(), body);
 }
 
+/// Issue #25, item 6: the hook's byte bound let 512 MiB of blank lines in (~37 GB at ~73
+/// bytes a line). A transcript of more lines than the hook's line bound is refused, logged and
+/// left as it is, at once.
+#[test]
+fn a_transcript_of_millions_of_tiny_lines_is_refused_by_the_hook() {
+    let r = Root::new();
+    let f = r.session("s1", 1);
+    let mut body = std::fs::read(&f).unwrap();
+    body.extend(std::iter::repeat_n(b'\n', 4_000_001));
+    std::fs::write(&f, &body).unwrap();
+    let out = r.hook(&[], &event("SessionEnd", &f, "s1"));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("lines, over the hook limit"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), body, "left as it is");
+    assert_eq!(r.log().last().unwrap()["outcome"], "refused");
+}
+
 #[test]
 fn a_scrub_file_or_share_folder_in_the_project_changes_nothing() {
     let r = Root::new();
