@@ -358,8 +358,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                     "executionSuccessful": notes.is_empty(),
                     "toolExecutionNotifications": notes,
                 }]);
-                serde_json::to_writer_pretty(&mut out, &log)?;
-                writeln!(out)?;
+                out.write_all(super::print::shown_json(&log)?.as_bytes())?;
             }
         }
         Ok(())

@@ -189,3 +189,58 @@ fn a_secret_in_a_file_name_is_redacted_in_every_report() {
     let text = std::fs::read_to_string(&agent).unwrap();
     assert!(!text.contains(&k), "{text}");
 }
+
+/// An operations document whose values are tokens — a turn to delete, an operation's type, an
+/// `after`, an inserted record's label — is refused (or applied) by `cchist apply` without its
+/// messages, label mapping or JSON report printing any part of them, as the hook's path does.
+#[test]
+fn apply_prints_no_value_of_its_document() {
+    let sb = Sandbox::new();
+    let t = ghp();
+    let file = sb.project.join(format!("{SID}.jsonl"));
+    let data = crate::common::message_line("user", "u1", None, SID, "one")
+        + &crate::common::message_line("assistant", "a1", Some("u1"), SID, "two")
+        + &crate::common::message_line("user", "u2", Some("a1"), SID, "three")
+        + &crate::common::message_line("assistant", "a2", Some("u2"), SID, "four");
+    sb.write(&file, &data);
+    let ops = sb.root.parent().unwrap().join("ops.json");
+    let insert = serde_json::json!({"type": "insert", "after": 1,
+        "content": {"type": "user", "content": "x", "uuid": t}});
+    for (op, code) in [
+        (serde_json::json!({"type": "delete", "turns": [t]}), 2),
+        (serde_json::json!({"type": t}), 2),
+        (
+            serde_json::json!({"type": "insert", "after": t, "content": {"type": "user", "content": "x"}}),
+            2,
+        ),
+        (
+            serde_json::json!({"type": "delete", "turns": [1], "after": t}),
+            2,
+        ),
+        (insert, 0),
+    ] {
+        let doc = serde_json::json!({"action": "modify_history", "operations": [op]});
+        std::fs::write(&ops, doc.to_string()).unwrap();
+        for extra in [
+            &["--dry-run"][..],
+            &["--dry-run", "--json"],
+            &["--diff"],
+            &["--diff=json"],
+        ] {
+            let out = sb
+                .cmd()
+                .arg("apply")
+                .arg(&ops)
+                .args(["-s", SID])
+                .args(extra)
+                .output()
+                .unwrap();
+            let what = format!("{op} {extra:?}");
+            assert_no_run_of(&what, &out, &t);
+            if extra.iter().all(|a| !a.starts_with("--diff")) {
+                assert_eq!(out.status.code(), Some(code), "{what}: {out:?}");
+            }
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), data);
+}
