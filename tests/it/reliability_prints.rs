@@ -244,3 +244,104 @@ fn apply_prints_no_value_of_its_document() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), data);
 }
+
+/// A Codex rollout whose `session_meta.cwd` (or a later `turn_context.cwd`) holds a token.
+fn hostile_rollout(dir: &Path, t: &str, in_turn: bool) -> PathBuf {
+    let (meta, turn) = if in_turn {
+        ("/tmp/proj".to_string(), format!("/tmp/{t}/sub"))
+    } else {
+        (format!("/tmp/{t}"), format!("/tmp/{t}"))
+    };
+    let lines = [
+        serde_json::json!({"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+            "payload": {"id": "abc", "cwd": meta}}),
+        serde_json::json!({"timestamp": "2026-01-01T00:00:01Z", "type": "response_item",
+            "payload": {"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "list files"}]}}),
+        serde_json::json!({"timestamp": "2026-01-01T00:00:01Z", "type": "turn_context",
+            "payload": {"cwd": turn, "model": "gpt-5"}}),
+        serde_json::json!({"timestamp": "2026-01-01T00:00:02Z", "type": "response_item",
+            "payload": {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "done"}]}}),
+    ];
+    let p = dir.join("rollout-2026-01-01T00-00-00-abc.jsonl");
+    let text: String = lines.iter().map(|l| l.to_string() + "\n").collect();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `cchist import` of a rollout whose working directory holds a token is refused (exit 2,
+/// nothing written, the value never printed) with a message that says how to name another
+/// one; with `--project DIR` it goes ahead and every record's `cwd` that held the token is DIR.
+/// The same for every source whose directory comes from `--project` or the current directory.
+#[test]
+fn import_refuses_a_working_directory_that_holds_a_secret() {
+    let sb = Sandbox::new();
+    let t = ghp();
+    let src = sb.root.parent().unwrap().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let projects = sb.root.join("projects");
+    let before: Vec<_> = std::fs::read_dir(&projects).unwrap().collect();
+    for in_turn in [false, true] {
+        let r = hostile_rollout(&src, &t, in_turn);
+        for extra in [&[][..], &["--json"], &["--dry-run"], &["-o", "-"]] {
+            let out = sb.cmd().arg("import").arg(&r).args(extra).output().unwrap();
+            let what = format!("import {extra:?} (in turn: {in_turn})");
+            assert_eq!(out.status.code(), Some(2), "{what}: {out:?}");
+            assert_no_run_of(&what, &out, &t);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("working directory") && err.contains("holds a secret"),
+                "{what}: {err}"
+            );
+            assert!(err.contains("--project DIR"), "{what}: {err}");
+        }
+        assert_eq!(std::fs::read_dir(&projects).unwrap().count(), before.len());
+        // With --project the import goes ahead, and the records take its directory.
+        let dir = sb.root.parent().unwrap().join("work");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = sb
+            .cmd()
+            .arg("import")
+            .arg(&r)
+            .arg("--project")
+            .arg(&dir)
+            .args(["-o", "-"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_no_run_of("import --project", &out, &t);
+        let real = dir.canonicalize().unwrap();
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["cwd"], real.to_str().unwrap(), "{v}");
+        }
+    }
+    // A source that records no directory: the one given, or the current one, is checked.
+    let msgs = src.join("messages.json");
+    std::fs::write(
+        &msgs,
+        serde_json::json!([{"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"}])
+        .to_string(),
+    )
+    .unwrap();
+    let bad = src.join(format!("w-{t}"));
+    std::fs::create_dir_all(&bad).unwrap();
+    for given in [true, false] {
+        let mut c = sb.cmd();
+        c.arg("import").arg(&msgs).args(["--from", "messages"]);
+        if given {
+            c.arg("--project").arg(&bad);
+        } else {
+            c.current_dir(&bad);
+        }
+        let out = c.output().unwrap();
+        let what = format!("import messages (--project given: {given})");
+        assert_eq!(out.status.code(), Some(2), "{what}: {out:?}");
+        assert_no_run_of(&what, &out, &t);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("holds a secret"), "{what}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&projects).unwrap().count(), before.len());
+}
