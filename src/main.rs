@@ -105,10 +105,14 @@ fn main() -> ExitCode {
                 ExitStatus::Ok
             } else {
                 // The message may name a file or quote a transcript: no control characters.
+                // Nor a secret: a value quoted from a document (an operations document's
+                // label, a record's uuid) is redacted as the hook's log redacts it.
                 let msg = chain_text(&e);
                 eprintln!(
                     "cchist: error: {}",
-                    cchist::findings::report::printable_text(&msg)
+                    cchist::findings::report::printable_text(&cchist::stages::redact::shown_text(
+                        &msg
+                    ))
                 );
                 ExitStatus::Error
             }

@@ -198,6 +198,11 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
             Err(e) => errors.push((name, e.to_string())),
         }
     }
+    // Printed from here on (never opened): names and messages redacted, as the findings are.
+    let errors: Vec<(String, String)> = errors
+        .iter()
+        .map(|(f, e)| (report::shown_name(f), report::shown_name(e)))
+        .collect();
     for (name, e) in &errors {
         status = ExitStatus::Error;
         say!("cchist: error: {name}: {e}");
@@ -207,7 +212,12 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     let skipped: Vec<(String, String)> = walk
         .skipped
         .iter()
-        .map(|(p, why)| (p.display().to_string(), why.clone()))
+        .map(|(p, why)| {
+            (
+                report::shown_name(&p.display().to_string()),
+                report::shown_name(why),
+            )
+        })
         .collect();
     if !skipped.is_empty() {
         status = ExitStatus::Error;
@@ -320,10 +330,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                 doc["backups"] = json!(files
                     .iter()
                     .filter(|f| backup_names.contains(&f.file))
-                    .map(|f| f.file.clone())
+                    .map(|f| report::shown_name(&f.file))
                     .collect::<Vec<_>>());
-                serde_json::to_writer_pretty(&mut out, &doc)?;
-                writeln!(out)?;
+                out.write_all(super::print::shown_json(&doc)?.as_bytes())?;
             }
             CheckFormat::Sarif => {
                 let mut log = report::sarif(&files, &describe_rule);
@@ -349,8 +358,7 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                     "executionSuccessful": notes.is_empty(),
                     "toolExecutionNotifications": notes,
                 }]);
-                serde_json::to_writer_pretty(&mut out, &log)?;
-                writeln!(out)?;
+                out.write_all(super::print::shown_json(&log)?.as_bytes())?;
             }
         }
         Ok(())
@@ -510,13 +518,19 @@ mod baseline {
 
     /// A finding's identity across runs: the keyed fingerprint of a secret (wherever it
     /// appears), else rule + file + record (uuid or line).
+    /// The file and uuid are written to the baseline as reports show them
+    /// ([`report::shown_name`]): a baseline is an output too.
+    ///
+    /// [`report::shown_name`]: cchist::findings::report::shown_name
     pub fn key(file: &str, f: &cchist::findings::Finding) -> String {
+        use cchist::findings::report::shown_name;
         match &f.fingerprint {
             Some(fp) => format!("{}:{fp}", f.rule),
             None => format!(
-                "{}:{file}:{}",
+                "{}:{}:{}",
                 f.rule,
-                f.uuid.clone().unwrap_or_else(|| f.line.to_string())
+                shown_name(file),
+                shown_name(&f.uuid.clone().unwrap_or_else(|| f.line.to_string()))
             ),
         }
     }

@@ -100,9 +100,10 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
             "fork": new,
             "report": super::print::report_json(&report),
         });
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        std::io::Write::write_all(&mut out, b"\n")?;
+        // The labels come from the operations document and the names from the disk: the
+        // report is redacted whole, as every printed JSON about a session is.
+        let text = super::print::shown_json(&doc)?;
+        std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())?;
         return Ok(ExitStatus::Ok);
     }
     print_labels(&er);

@@ -288,7 +288,9 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitStatus> {
     }
     if args.json {
         let doc = json!({ "imports": reports });
-        let text = serde_json::to_string_pretty(&doc)?;
+        // Source names come from the disk: printed redacted, as every report is.
+        let text = super::print::shown_json(&doc)?;
+        let text = text.trim_end();
         if args.output.as_ref().is_some_and(|o| o.as_os_str() == "-") {
             eprintln!("{text}");
         } else {

@@ -21,7 +21,8 @@ pub fn safe_text(s: &str) -> std::borrow::Cow<'_, str> {
     cchist::findings::report::printable_text(s)
 }
 
-/// `eprintln!` for a message that may hold file names or transcript text: printed through
+/// `eprintln!` for a message that may hold file names or transcript text: redacted
+/// ([`shown_text`]: a file may be named after a token, a label may be one) and printed through
 /// [`safe_text`], so neither can send the terminal a control sequence. Under `-q`
 /// ([`set_quiet`]) only errors are said.
 macro_rules! say {
@@ -50,11 +51,12 @@ pub fn say_text(msg: &str) {
     if quiet() && !msg.contains("error") {
         return;
     }
-    eprintln!("{}", safe_text(msg));
+    eprintln!("{}", safe_text(&shown_text(msg)));
 }
 pub(crate) use say;
 
-/// A line of a command's report on stdout, through [`safe_text`]; nothing under `-q`. A dry
+/// A line of a command's report on stdout, redacted ([`shown_text`]) and through
+/// [`safe_text`]; nothing under `-q`. A dry
 /// run's report is its output, as `--diff`'s is (what to do next and errors stay on stderr), so
 /// `--dry-run | less` and `--dry-run > report.txt` hold it.
 pub fn report_line(msg: &str) -> std::io::Result<()> {
@@ -62,14 +64,17 @@ pub fn report_line(msg: &str) -> std::io::Result<()> {
         return Ok(());
     }
     use std::io::Write as _;
-    writeln!(std::io::stdout().lock(), "{}", safe_text(msg))
+    writeln!(std::io::stdout().lock(), "{}", safe_text(&shown_text(msg)))
 }
 
 /// `println!` for text output that may hold file names or transcript text (never JSON):
-/// printed through [`safe_text`].
+/// redacted ([`shown_text`]) and printed through [`safe_text`].
 macro_rules! tell {
     ($($arg:tt)*) => {
-        println!("{}", $crate::cmd::print::safe_text(&format!($($arg)*)))
+        println!(
+            "{}",
+            $crate::cmd::print::safe_text(&$crate::cmd::print::shown_text(&format!($($arg)*)))
+        )
     };
 }
 pub(crate) use tell;
@@ -240,11 +245,24 @@ fn stages_as_objects<S: serde::Serializer>(
     serde::Serialize::serialize(&stages_json(stages), s)
 }
 
-/// A file's report as JSON, its stages as [`stages_json`] gives them.
+/// A file's report as JSON, its stages as [`stages_json`] gives them, its findings as every
+/// report shows them ([`cchist::findings::report::shown`]: a uuid, a JSON key or a tool id
+/// that is a secret is replaced by its marker).
 pub fn report_json(r: &FileReport) -> serde_json::Value {
     let mut v = json!(r);
     v["stages"] = stages_json(&r.stages);
+    v["findings"] = json!(r
+        .findings
+        .iter()
+        .map(cchist::findings::report::shown)
+        .collect::<Vec<_>>());
     v
+}
+
+/// A file name as a report prints it: secrets in its text replaced by their markers
+/// ([`cchist::findings::report::shown_name`]).
+pub fn shown_name(name: &str) -> String {
+    cchist::findings::report::shown_name(name)
 }
 
 /// Add up the outcomes.
@@ -334,7 +352,8 @@ pub fn report(
     let mut changed = 0;
     let mut files = Vec::new();
     for o in outcomes {
-        let name = o.input.origin().to_string();
+        // Printed only, never opened: a file named after a token is named with its marker.
+        let name = shown_name(&o.input.origin().to_string());
         match &o.result {
             Ok(r) => {
                 if r.changed {
@@ -375,24 +394,31 @@ pub fn report(
                 if is_closed_output(e) {
                     return Ok(ExitStatus::Ok);
                 }
+                let e = shown_text(&e.to_string());
                 say!("cchist: error: {e}");
-                files.push(json!({"file": name, "ok": false, "error": e.to_string()}));
+                files.push(json!({"file": name, "ok": false, "error": e}));
             }
         }
     }
     if as_json {
         let skipped: Vec<_> = skipped
             .iter()
-            .map(|(p, why)| json!({"file": p.display().to_string(), "reason": why}))
+            .map(|(p, why)| {
+                json!({"file": shown_name(&p.display().to_string()), "reason": shown_text(why)})
+            })
             .collect();
         let doc = json!({
             "files": files,
             "skipped": skipped,
             "summary": totals(outcomes, skipped.len()),
         });
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, &doc).context("writing the JSON report")?;
-        writeln!(out)?;
+        // Each name, uuid and path was redacted where it was taken; the whole report is
+        // redacted once more, as everything printed about a session is.
+        let text = shown_json(&doc).context("the JSON report")?;
+        std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("writing the JSON report")?;
     } else if *mode == Mode::DryRun && outcomes.len() == 1 {
         say!("{}", dry_run_hint(1));
     } else if *mode != Mode::Stdout && outcomes.len() > 1 {

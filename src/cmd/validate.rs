@@ -92,8 +92,8 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitStatus> {
         }
     }
     if format == Format::Json {
-        serde_json::to_writer_pretty(&mut out, &json!({ "files": files }))?;
-        writeln!(out)?;
+        // A file may be named after a token: printed redacted, as its findings are.
+        out.write_all(super::print::shown_json(&json!({ "files": files }))?.as_bytes())?;
     } else if status == ExitStatus::Ok {
         say!(
             "cchist: {}",

@@ -3,7 +3,8 @@
 //! No report ever holds a secret: a [`Finding`] carries the rule, file, line, JSON path and a
 //! keyed fingerprint only, and the parts of those that come from the input (a uuid, a tool id
 //! in a message, a JSON key in a path) go through the default redaction before any format
-//! prints them ([`shown`]): a secret used as an id is still a secret.
+//! prints them ([`shown`]): a secret used as an id is still a secret. So do file names
+//! ([`shown_name`]): a sub-agent transcript may be named after one.
 
 use std::collections::BTreeMap;
 
@@ -23,12 +24,19 @@ pub fn shown(x: &Finding) -> Finding {
     }
 }
 
-/// `files` with each finding [`shown`].
+/// A file name or path as a report may show it: every secret the default rules find in its
+/// text replaced by its marker (`subagents/agent-[REDACTED:github-pat].jsonl`). Only what is
+/// printed changes: the file itself is read and written under its real name.
+pub fn shown_name(name: &str) -> String {
+    crate::stages::redact::shown_text(name).into_owned()
+}
+
+/// `files` with each file name [`shown_name`] and each finding [`shown`].
 pub fn shown_files(files: &[FileFindings]) -> Vec<FileFindings> {
     files
         .iter()
         .map(|f| FileFindings {
-            file: f.file.clone(),
+            file: shown_name(&f.file),
             findings: f.findings.iter().map(shown).collect(),
         })
         .collect()

@@ -248,6 +248,26 @@ pub enum ImportError {
     /// No format recognises the file, or none was found where one was asked for.
     #[error("{0}")]
     NotFound(String),
+    /// The working directory the session would belong to holds a secret: the project folder
+    /// Claude Code names after it (`ghp_…` → `-tmp-ghp-…`, which no rule matches) would keep
+    /// it, and the `cd` line would print it. The value is never part of the message.
+    #[error("{}: {whose} working directory holds a secret ({rule}); nothing was imported. The session's project folder is named after it: give the project's directory with `--project DIR` (the imported records' cwd then take it)", path.display())]
+    SecretCwd {
+        /// The source file.
+        path: PathBuf,
+        /// Whose directory: the source's, the one given, the current one.
+        whose: &'static str,
+        /// The rule that found it.
+        rule: String,
+    },
+}
+
+/// The rule the default redaction finds in `dir`, if any: a working directory that holds a
+/// secret must not name a project folder.
+fn secret_in(dir: &str) -> Option<String> {
+    let r = crate::stages::redact::default_redactor();
+    let (_, found) = r.redact_text(dir.as_bytes());
+    found.first().map(|f| r.rule_id(f.rule).to_string())
 }
 
 impl ImportError {
@@ -416,7 +436,44 @@ pub fn convert(
     pipeline: &crate::engine::pipeline::Pipeline,
 ) -> Result<Imported, ImportError> {
     let mut report = Report::default();
-    let conv = source.read(path, data, opts, &mut report)?;
+    let mut conv = source.read(path, data, opts, &mut report)?;
+    let refuse = |whose: &'static str, rule: String| ImportError::SecretCwd {
+        path: path.to_path_buf(),
+        whose,
+        rule,
+    };
+    // A working directory that holds a secret would name the project folder (where no rule
+    // finds it again) and the `cd` line: refused, unless another is given, which is then
+    // every record's.
+    let source_secret = conv
+        .cwd
+        .iter()
+        .chain(conv.messages.iter().filter_map(|m| m.cwd.as_ref()))
+        .find_map(|d| secret_in(d));
+    match project {
+        Some(p) => {
+            if let Some(rule) = secret_in(p) {
+                return Err(refuse("the given (`--project`)", rule));
+            }
+            if source_secret.is_some() {
+                // Every record's, not only those that held it: one session, one directory.
+                conv.cwd = Some(p.to_string());
+                for m in &mut conv.messages {
+                    m.cwd = None;
+                }
+            }
+        }
+        None => {
+            if let Some(rule) = source_secret {
+                return Err(refuse("the source's", rule));
+            }
+            if conv.cwd.is_none() {
+                if let Some(rule) = secret_in(fallback_cwd) {
+                    return Err(refuse("the current", rule));
+                }
+            }
+        }
+    }
     let target = build::Target {
         session_id: uuid::Uuid::new_v4().to_string(),
         cwd: project

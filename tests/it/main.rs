@@ -31,6 +31,7 @@ mod reliability_crash;
 mod reliability_hostile;
 mod reliability_leaks;
 mod reliability_perms;
+mod reliability_prints;
 mod reliability_round3;
 mod reliability_structure;
 mod relink;
