@@ -37,13 +37,13 @@ pub const STREAM_KNOWN: usize = 65_536;
 /// The counter of the secrets a stream found but did not remember ([`STREAM_KNOWN`]).
 pub const STREAM_KNOWN_FULL: &str = "stdin-known-secrets-not-remembered";
 
-/// How many findings a stream that replaces its secrets keeps for its report: nobody reads
-/// the report of a stdin-to-stdout run but a library caller, and a stream's memory must not
-/// grow with its secrets. The rest are counted under [`FINDINGS_NOT_LISTED`]. (`check` keeps
-/// every finding: they are its output.)
-pub const STREAM_FINDINGS: usize = 10_000;
+/// How many findings a run that replaces its secrets keeps for its report (the first ones):
+/// its memory must not grow with the number of secrets, and a report of more than this is read
+/// by its counts. The rest are counted under [`FINDINGS_NOT_LISTED`]. (`check` keeps every
+/// finding: they are its output.)
+pub const MAX_LISTED_FINDINGS: usize = 10_000;
 
-/// The counter of the findings a stream did not keep ([`STREAM_FINDINGS`]).
+/// The counter of the findings a run did not keep ([`MAX_LISTED_FINDINGS`]).
 pub const FINDINGS_NOT_LISTED: &str = "findings-not-listed";
 
 /// What to do with a line that is not valid JSON.
@@ -248,6 +248,10 @@ impl Pipeline {
             )?;
         }
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
+        if cx.unlisted > 0 {
+            let n = cx.unlisted;
+            cx.count(FINDINGS_NOT_LISTED, n);
+        }
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok((report, trace, cx.known))
@@ -288,6 +292,9 @@ impl Pipeline {
     fn new_cx(&self, origin: &Origin, seed: &Known) -> Cx {
         let mut cx = Cx::new(origin.clone());
         cx.known = seed.clone();
+        if self.secret_pass() == Secrets::Replaces {
+            cx.keep_findings = MAX_LISTED_FINDINGS;
+        }
         for s in &self.stages {
             if let Some(k) = s.known_values() {
                 cx.known.merge(k);
@@ -390,7 +397,7 @@ impl Pipeline {
                                 .and_then(|h| h.uuid().map(str::to_string))
                         })
                         .clone();
-                    cx.findings.push(Finding {
+                    cx.report(Finding {
                         rule: k.rule.clone(),
                         line: l.number,
                         uuid,

@@ -60,6 +60,11 @@ pub struct Cx {
     /// The secrets found so far (by a stage whose [`Stage::secrets`] is not `Ignores`), and those the
     /// run started with (the session's other files, `--known-values`).
     pub known: crate::stages::redact::known::Known,
+    /// At most this many findings are kept ([`Cx::report`]); the engine sets it for a run
+    /// whose report nobody reads finding by finding (one that replaces its secrets).
+    pub keep_findings: usize,
+    /// Findings past [`Cx::keep_findings`]: counted, not kept.
+    pub unlisted: u64,
 }
 
 impl Cx {
@@ -70,6 +75,18 @@ impl Cx {
             findings: Vec::new(),
             counters: BTreeMap::new(),
             known: Default::default(),
+            keep_findings: usize::MAX,
+            unlisted: 0,
+        }
+    }
+
+    /// Report `f`: kept, unless [`Cx::keep_findings`] are kept already (then counted only), so
+    /// that a file of a million secrets does not hold a million findings.
+    pub fn report(&mut self, f: Finding) {
+        if self.findings.len() < self.keep_findings {
+            self.findings.push(f);
+        } else {
+            self.unlisted += 1;
         }
     }
 

@@ -53,7 +53,6 @@ impl Pipeline {
         // instead of being built again for every chunk.
         cx.known.track_changes(STREAM_KNOWN);
         let mut echoes = None;
-        let mut unlisted = 0u64;
         input::stream_chunks(reader, origin, |chunk, first| {
             report.bytes_in += chunk.len() as u64;
             if pass == Secrets::Ignores {
@@ -77,21 +76,18 @@ impl Pipeline {
                     sink,
                     &mut echoes,
                 )?;
-                if pass == Secrets::Replaces && cx.findings.len() > STREAM_FINDINGS {
-                    unlisted += (cx.findings.len() - STREAM_FINDINGS) as u64;
-                    cx.findings.truncate(STREAM_FINDINGS);
-                }
             }
             sink.finish().map_err(|e| Error::io(origin, "write", e))
         })?;
         if forward_only {
             cx.count(FORWARD_ONLY, 1);
         }
-        if unlisted > 0 {
-            cx.count(FINDINGS_NOT_LISTED, unlisted);
-        }
         if cx.known.dropped() > 0 {
             cx.count(STREAM_KNOWN_FULL, cx.known.dropped());
+        }
+        if cx.unlisted > 0 {
+            let n = cx.unlisted;
+            cx.count(FINDINGS_NOT_LISTED, n);
         }
         report.findings = cx.findings;
         report.counters = cx.counters;

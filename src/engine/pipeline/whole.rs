@@ -64,7 +64,7 @@ impl Pipeline {
             if let Some((new, found)) = echoes.text(input) {
                 for e in &found {
                     let k = echoes.secret(e.secret);
-                    cx.findings.push(Finding {
+                    cx.report(Finding {
                         rule: k.rule.clone(),
                         line: 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count(),
                         uuid: None,
@@ -85,6 +85,10 @@ impl Pipeline {
         }
         report.changed = current.is_some();
         report.bytes_out = current.as_ref().map_or(data.len(), Vec::len) as u64;
+        if cx.unlisted > 0 {
+            let n = cx.unlisted;
+            cx.count(FINDINGS_NOT_LISTED, n);
+        }
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok((current, report))
@@ -180,6 +184,10 @@ impl Pipeline {
         report.changed = changed;
         report.records_out = report.records;
         report.bytes_out = if changed { out.len() } else { data.len() } as u64;
+        if cx.unlisted > 0 {
+            let n = cx.unlisted;
+            cx.count(FINDINGS_NOT_LISTED, n);
+        }
         report.findings = cx.findings;
         report.counters = cx.counters;
         Ok((changed.then_some(out), report))

@@ -16,6 +16,7 @@
 pub mod matcher;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use memchr::memmem;
 
@@ -73,7 +74,8 @@ pub struct KnownSecret {
 /// is built from it does not depend on the order files were read in.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
-    map: BTreeMap<SecretBytes, KnownSecret>,
+    /// Shared with the matchers built from it ([`Echoes`]), not copied.
+    map: BTreeMap<SecretBytes, Arc<KnownSecret>>,
     /// The values added or changed since [`Known::take_changes`] last ran, when changes are
     /// tracked (a stream extends its matcher with them instead of rebuilding it).
     changes: Option<Vec<SecretBytes>>,
@@ -123,14 +125,14 @@ impl Known {
             }
         }
         match self.map.get_mut(value) {
-            Some(old) if *old <= secret => return,
-            Some(old) => *old = secret,
+            Some(old) if **old <= secret => return,
+            Some(old) => *old = Arc::new(secret),
             None => {
                 if self.limit.is_some_and(|l| self.map.len() >= l) {
                     self.dropped += 1;
                     return;
                 }
-                self.map.insert(SecretBytes::new(value), secret);
+                self.map.insert(SecretBytes::new(value), Arc::new(secret));
             }
         }
         if let Some(c) = &mut self.changes {
@@ -161,13 +163,13 @@ impl Known {
 
     /// The replacement of a known value.
     pub fn get(&self, value: &[u8]) -> Option<&KnownSecret> {
-        self.map.get(value)
+        self.map.get(value).map(|s| &**s)
     }
 
     /// Remember everything `other` knows.
     pub fn merge(&mut self, other: &Known) {
         for (v, s) in &other.map {
-            self.add(&v.0, s.clone());
+            self.add(&v.0, KnownSecret::clone(s));
         }
     }
 
@@ -190,32 +192,46 @@ impl Known {
     }
 
     /// The matcher of the values worth propagating; None when there is none.
+    ///
+    /// A set of more than [`matcher::SMALL_SET`] patterns is built as the anchored index
+    /// ([`matcher::Anchored`]) straight away, without a copy of each pattern, and its values
+    /// are searched in their own forms only, not also in hex and base64 (thousands of known
+    /// secrets are a generated or hostile input; their encodings would quadruple the memory).
     pub fn echoes(&self) -> Option<Echoes> {
-        let mut b = EchoesBuilder::default();
+        let mut e = if self.map.len() * 4 > matcher::SMALL_SET {
+            Echoes::empty(Matcher::Large(Default::default()))
+        } else {
+            let mut b = EchoesBuilder::default();
+            for (v, s) in &self.map {
+                b.add(&v.0, s);
+            }
+            return b.build();
+        };
         for (v, s) in &self.map {
-            b.add(&v.0, s);
+            e.learn(&v.0, s);
         }
-        b.build()
+        (!e.meta.is_empty()).then_some(e)
     }
 }
 
-/// Collects the patterns of [`Echoes`]: each value's forms (and encoded forms), each once.
+/// Collects the patterns of a small set's [`Echoes`]: each value's forms and encoded forms,
+/// each once.
 #[derive(Default)]
 struct EchoesBuilder {
     pats: Vec<Vec<u8>>,
     meta: Vec<(usize, Reach)>,
-    secrets: Vec<KnownSecret>,
+    secrets: Vec<Arc<KnownSecret>>,
     reach: Vec<Reach>,
     seen: foldhash::HashSet<Vec<u8>>,
 }
 
 impl EchoesBuilder {
-    fn add(&mut self, v: &[u8], s: &KnownSecret) {
+    fn add(&mut self, v: &[u8], s: &Arc<KnownSecret>) {
         let Some(r) = reach(v) else { return };
         let idx = self.secrets.len();
         self.secrets.push(s.clone());
         self.reach.push(r);
-        for (form, r) in patterns_of(v, r) {
+        for (form, r) in patterns_of(v, r, true) {
             if self.seen.insert(form.clone()) {
                 self.pats.push(form);
                 self.meta.push((idx, r));
@@ -227,21 +243,19 @@ impl EchoesBuilder {
         if self.pats.is_empty() {
             return None;
         }
-        Some(Echoes {
-            matcher: Matcher::new(&self.pats),
-            meta: self.meta,
-            secrets: self.secrets,
-            reach: self.reach,
-            escape_u: memmem::Finder::new(b"\\u").into_owned(),
-            escape_slash: memmem::Finder::new(b"\\/").into_owned(),
-        })
+        let mut e = Echoes::empty(Matcher::new(&self.pats));
+        e.meta = self.meta;
+        e.secrets = self.secrets;
+        e.reach = self.reach;
+        Some(e)
     }
 }
 
-/// The patterns a value is searched as, each with where it may be replaced.
-fn patterns_of(v: &[u8], r: Reach) -> Vec<(Vec<u8>, Reach)> {
+/// The patterns a value is searched as, each with where it may be replaced (`encoded`: its
+/// hex and base64 too).
+fn patterns_of(v: &[u8], r: Reach, encoded: bool) -> Vec<(Vec<u8>, Reach)> {
     let mut out: Vec<(Vec<u8>, Reach)> = forms(v).into_iter().map(|f| (f, r)).collect();
-    if r == Reach::Anywhere {
+    if encoded && r == Reach::Anywhere {
         out.extend(encoded_forms(v).into_iter().map(|f| (f, Reach::Anywhere)));
     }
     out
@@ -522,7 +536,7 @@ pub struct Echoes {
     matcher: Matcher,
     /// Per pattern: the secret it stands for and where it may be replaced.
     meta: Vec<(usize, Reach)>,
-    secrets: Vec<KnownSecret>,
+    secrets: Vec<Arc<KnownSecret>>,
     /// Per secret: where it may be replaced.
     reach: Vec<Reach>,
     /// The escapes that can break a value's raw bytes apart in a JSON line.
@@ -545,30 +559,50 @@ impl Echoes {
     /// matcher was built) in place. False when this matcher cannot grow (a small set's
     /// automaton): build it again from `known`.
     pub fn extend(&mut self, known: &Known, changed: &[SecretBytes]) -> bool {
-        let Matcher::Large(a) = &mut self.matcher else {
+        if !matches!(self.matcher, Matcher::Large(_)) {
             return false;
-        };
+        }
         for v in changed {
-            let (Some(s), Some(r)) = (known.get(&v.0), reach(&v.0)) else {
-                continue;
-            };
-            // A value known before with another replacement keeps its index.
-            if let Some(id) = a.id_of(&v.0) {
-                let idx = self.meta[id].0;
-                self.secrets[idx] = s.clone();
-                continue;
-            }
-            let idx = self.secrets.len();
-            self.secrets.push(s.clone());
-            self.reach.push(r);
-            for (form, r) in patterns_of(&v.0, r) {
-                if a.id_of(&form).is_none() {
-                    a.push_at(&form);
-                    self.meta.push((idx, r));
-                }
+            if let Some(s) = known.map.get(&v.0[..]) {
+                self.learn(&v.0, s);
             }
         }
         true
+    }
+
+    /// A matcher of nothing yet.
+    fn empty(matcher: Matcher) -> Echoes {
+        Echoes {
+            matcher,
+            meta: Vec::new(),
+            secrets: Vec::new(),
+            reach: Vec::new(),
+            escape_u: memmem::Finder::new(b"\\u").into_owned(),
+            escape_slash: memmem::Finder::new(b"\\/").into_owned(),
+        }
+    }
+
+    /// Add value `v` (or give it replacement `s`, when known already) to the anchored index.
+    fn learn(&mut self, v: &[u8], s: &Arc<KnownSecret>) {
+        let Matcher::Large(a) = &mut self.matcher else {
+            return;
+        };
+        let Some(r) = reach(v) else { return };
+        // A value known before with another replacement keeps its index.
+        if let Some(id) = a.id_of(v) {
+            let idx = self.meta[id].0;
+            self.secrets[idx] = s.clone();
+            return;
+        }
+        let idx = self.secrets.len();
+        self.secrets.push(s.clone());
+        self.reach.push(r);
+        for (form, r) in patterns_of(v, r, false) {
+            if a.id_of(&form).is_none() {
+                a.push_at(&form);
+                self.meta.push((idx, r));
+            }
+        }
     }
 
     /// The occurrences in `text` the guard lets through: (start, end, secret). Never one

@@ -345,7 +345,7 @@ impl Stage for Redact {
         let uuid = rec.header().and_then(|h| h.uuid().map(str::to_string));
         for f in &res.findings {
             let id = self.redactor.rule_id(f.rule);
-            cx.findings.push(Finding {
+            cx.report(Finding {
                 rule: id.to_string(),
                 line: rec.line,
                 uuid: uuid.clone(),

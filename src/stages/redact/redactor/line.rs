@@ -30,6 +30,20 @@ impl Redactor {
             raw_hits.retain(|h| h.rule != scan::ESCAPE);
             raw_hits.sort_unstable_by_key(|h| (h.pos, h.rule));
         }
+        // Where a secret may be split between strings: the prefilter's keywords, which the
+        // full scan (no prefilter) finds the same way so that both give the same result.
+        let mut split_esc = Vec::new();
+        let split_hits: std::borrow::Cow<'_, [Hit]> = if full {
+            let mut h = Vec::new();
+            self.engine.hits(line, true, &mut h);
+            st_escapes(&h, &mut split_esc);
+            h.retain(|h| h.rule != scan::ESCAPE);
+            h.sort_unstable_by_key(|h| (h.pos, h.rule));
+            std::borrow::Cow::Owned(h)
+        } else {
+            std::borrow::Cow::Borrowed(&raw_hits)
+        };
+        let split_esc: &[usize] = if full { &split_esc } else { &esc_pos };
         // A key block may go on in later strings of its array (one patch line each): walk on.
         let block = raw_hits
             .iter()
@@ -53,7 +67,7 @@ impl Redactor {
                 return;
             }
             if !tok.is_key {
-                split_pair(line, tok, frames, &raw_hits, &esc_pos, full, &mut st);
+                split_pair(line, tok, frames, &split_hits, split_esc, &mut st);
             }
             self.string(line, tok, frames, &raw_hits, &esc_pos, full, &mut st);
         });
@@ -134,11 +148,18 @@ impl Redactor {
             }
             self.finish(&joined, &mut found);
             let cut = tail.len();
-            // A key block across strings is the block rules' (one patch line a string).
-            let Some(f) = found
-                .iter()
-                .find(|f| f.start < cut && f.end > cut && !self.engine.rules[f.rule as usize].trim)
-            else {
+            // Only a token of a fixed shape (a prefix, then its body) is taken as cut in two:
+            // a context rule or a URL would run on into whatever the next string says. And
+            // not one the first string holds whole already (its own search found it).
+            let Some(f) = found.iter().find(|f| {
+                let id = self.engine.rules[f.rule as usize].id.as_str();
+                f.start < cut
+                    && f.end > cut
+                    && SPLIT_RULES.contains(&id)
+                    && !st.findings.iter().any(|g| {
+                        g.rule == f.rule as usize && g.path.as_deref() == Some(&a.path[..])
+                    })
+            }) else {
                 continue;
             };
             let secret = &joined[f.start..f.end];
@@ -715,6 +736,45 @@ pub(super) struct Memo {
 /// start to be searched together ([`Redactor::split_secrets`]); twice this of each is searched.
 pub(super) const SPLIT_WINDOW: usize = 128;
 
+/// The rules whose secrets are found cut between two strings ([`Redactor::split_secrets`]):
+/// tokens of a fixed shape, a prefix and a body.
+const SPLIT_RULES: &[&str] = &[
+    "aws-access-key-id",
+    "github-pat",
+    "github-fine-grained-pat",
+    "github-app-token",
+    "github-oauth-token",
+    "github-refresh-token",
+    "gitlab-pat",
+    "anthropic-api-key",
+    "anthropic-admin-key",
+    "anthropic-oauth-token",
+    "openai-api-key",
+    "openai-project-key",
+    "openai-service-key",
+    "openai-admin-key",
+    "openrouter-api-key",
+    "groq-api-key",
+    "xai-api-key",
+    "perplexity-api-key",
+    "huggingface-token",
+    "replicate-api-token",
+    "slack-bot-token",
+    "slack-user-token",
+    "slack-app-token",
+    "stripe-secret-key",
+    "google-api-key",
+    "npm-access-token",
+    "pypi-upload-token",
+    "sendgrid-api-key",
+    "digitalocean-token",
+    "databricks-token",
+    "shopify-token",
+    "linear-api-key",
+    "dockerhub-pat",
+    "flyio-access-token",
+];
+
 /// A value string that may hold part of a split secret.
 pub(super) struct SplitPart {
     start: usize,
@@ -728,14 +788,13 @@ pub(super) struct SplitPart {
 /// Note the pair (an earlier string, `tok`) when the earlier one has a keyword near its end
 /// and `tok` is the same field of the next element ([`siblings`]): the next text block comes
 /// after the block's other fields (`"type": "text"`), so a few strings are looked past.
-/// With `full` (no prefilter), every string may start a pair, as may one that holds an escape.
+/// A string that holds an escape may start a pair too (the prefilter cannot see through it).
 fn split_pair(
     line: &[u8],
     tok: &Tok,
     frames: &[Frame],
     raw_hits: &[Hit],
     esc_pos: &[usize],
-    full: bool,
     st: &mut LineState,
 ) {
     let lo = raw_hits.partition_point(|h| h.pos + SPLIT_WINDOW < tok.end);
@@ -745,8 +804,7 @@ fn split_pair(
         let i = esc_pos.partition_point(|&p| p < tok.start);
         esc_pos.get(i).is_some_and(|&p| p < tok.end)
     };
-    let near_end = full
-        || hidden
+    let near_end = hidden
         || raw_hits
             .get(lo)
             .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start);
