@@ -32,6 +32,7 @@ mod reliability_hostile;
 mod reliability_leaks;
 mod reliability_perms;
 mod reliability_round3;
+mod reliability_writes;
 mod relink;
 mod relink_props;
 mod repair;
