@@ -304,3 +304,118 @@ fn a_fork_says_it_copied_a_binary_companion_as_it_is() {
     );
     assert!(!e.contains(&t) && !String::from_utf8_lossy(&o.stdout).contains(&t));
 }
+
+// ---- N13: a Stop hook takes only a session id that names the transcript ----
+
+fn hook(r: &Sandbox, input: &serde_json::Value, pipeline: &Path) -> Output {
+    use std::io::Write;
+    let mut c = r.cc();
+    c.args(["hook", "--pipeline", s(pipeline)])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_stop_hook_ignores_a_session_id_that_is_not_the_transcripts() {
+    let r = Sandbox::new();
+    let t = token();
+    let main = r.project().join(format!("{SID}.jsonl"));
+    r.gen(&main, 4, "");
+    let p = r.dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[hook]\naction = \"notify\"\nevery = 1\nstop_wait_ms = 300\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let state = r.root().join("cchist/hook-state");
+    for bad in [t.as_str(), "22222222-2222-4333-8444-555555555555", "../x"] {
+        let input = serde_json::json!({"hook_event_name": "Stop", "session_id": bad,
+            "transcript_path": s(&main), "cwd": "/tmp/proj", "last_assistant_message": "answer 4"});
+        let o = hook(&r, &input, &p);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !out.contains(&t) && !stderr(&o).contains(&t),
+            "the token was printed"
+        );
+        let made: Vec<_> = files(&state);
+        assert!(made.is_empty(), "{bad}: {made:?}");
+    }
+    let log = std::fs::read_to_string(r.root().join("cchist/hook.log")).unwrap();
+    assert!(!log.contains(&t), "the token was logged");
+    assert!(log.contains("refused"), "{log}");
+    // The transcript's own id is taken.
+    let input = serde_json::json!({"hook_event_name": "Stop", "session_id": SID,
+        "transcript_path": s(&main), "cwd": "/tmp/proj", "last_assistant_message": "answer 4"});
+    let o = hook(&r, &input, &p);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        state.join(format!("{SID}.json")).is_file(),
+        "{}",
+        stderr(&o)
+    );
+}
+
+// ---- N9: the hook never follows a link under its own folder ----
+
+#[test]
+fn the_hook_never_writes_or_prunes_through_a_link() {
+    let r = Sandbox::new();
+    let main = r.project().join(format!("{SID}.jsonl"));
+    r.gen(&main, 3, "");
+    let notes = r.dir.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    for i in 10..41 {
+        std::fs::write(
+            notes.join(format!("20200101T0000{i}Z-notes.md")),
+            format!("my note {i}\n"),
+        )
+        .unwrap();
+    }
+    let memory = r.root().join("cchist/memory");
+    std::fs::create_dir_all(&memory).unwrap();
+    std::os::unix::fs::symlink(&notes, memory.join("-tmp-proj")).unwrap();
+    let target = r.dir.path().join("target");
+    std::fs::write(&target, "orig content\n").unwrap();
+    std::os::unix::fs::symlink(&target, r.root().join("cchist/hook.log")).unwrap();
+    let elsewhere = r.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, r.root().join("cchist/hook-state")).unwrap();
+    let before: Vec<_> = files(&notes);
+    let compact = serde_json::json!({"hook_event_name": "PostCompact", "session_id": SID,
+        "transcript_path": s(&main), "cwd": "/tmp/proj", "trigger": "manual",
+        "compact_summary": "summary"});
+    let o = hook(&r, &compact, Path::new("scrub"));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files(&notes),
+        before,
+        "the memory link was written through or pruned"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "orig content\n");
+    let p = r.dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[hook]\naction = \"notify\"\nevery = 1\nstop_wait_ms = 300\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let stop = serde_json::json!({"hook_event_name": "Stop", "session_id": SID,
+        "transcript_path": s(&main), "cwd": "/tmp/proj", "last_assistant_message": "answer 3"});
+    let o = hook(&r, &stop, &p);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        files(&elsewhere),
+        Vec::<PathBuf>::new(),
+        "hook-state written through"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "orig content\n");
+}
