@@ -268,7 +268,36 @@ fn session_start(inp: &HookInput, spec: &str, fence: &Fence) -> Result<Outcome> 
     .printing(printed))
 }
 
+/// Why `inp`'s `session_id` is not taken, if it is not: an id names state files and is
+/// printed to the user, so only `[A-Za-z0-9_-]{1,128}` equal to the transcript's file stem is
+/// (the reason never repeats the id; the log redacts it anyway).
+fn not_the_session(inp: &HookInput) -> Option<String> {
+    let id = inp.session_id.as_str();
+    let plain = (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !plain {
+        return Some(
+            "session_id is not a session id (letters, digits, - and _, at most 128); nothing done"
+                .into(),
+        );
+    }
+    let stem = inp
+        .transcript_path
+        .as_deref()
+        .and_then(Path::file_stem)
+        .map(|s| s.to_string_lossy().into_owned());
+    (stem.as_deref() != Some(id)).then(|| {
+        "session_id is not the id of the transcript the input names (its file name); nothing done"
+            .into()
+    })
+}
+
 fn stop(inp: &HookInput, spec: &str, fence: &Fence, auto_fit: &AutoFit<'_>) -> Result<Outcome> {
+    if let Some(why) = not_the_session(inp) {
+        return Ok(Outcome::new(OutcomeKind::Refused, why));
+    }
     // `stop_hook_active` (another hook made the model continue) is no reason to skip: this
     // hook never blocks, and the state below keeps a threshold from firing twice.
     let (file, policy) = load(spec)?;

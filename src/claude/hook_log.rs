@@ -74,6 +74,35 @@ impl LogLine {
     }
 }
 
+/// Refuse a symbolic link at any of `paths` (cchist's own folders and files under the config
+/// root): what the hooks write there, and what they prune, must never go through a link to
+/// somewhere else. A path that does not exist yet is fine.
+pub fn refuse_links(paths: &[&Path]) -> Result<()> {
+    for p in paths {
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::Other(format!(
+                "{} is a symbolic link; cchist never writes through it (nothing was written there) — replace it with a real folder or file",
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The folders under the config root the hooks write to, down to `dir`, refused when any is a
+/// link ([`refuse_links`]).
+fn refuse_linked_dirs(config_root: &Path, dir: &Path) -> Result<()> {
+    let mut chain: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| a.starts_with(config_root) && *a != config_root)
+        .collect();
+    chain.reverse();
+    refuse_links(&chain)
+}
+
+/// `O_NOFOLLOW`: opening a link fails instead of opening what it points to.
+const NO_FOLLOW: i32 = libc::O_NOFOLLOW;
+
 fn private_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -88,6 +117,7 @@ fn private_dir(dir: &Path) -> Result<()> {
 /// [`shown_detail`] makes it.
 pub fn append(config_root: &Path, line: &LogLine) -> Result<()> {
     let path = log_path(config_root);
+    refuse_linked_dirs(config_root, &path)?;
     private_dir(&state_dir(config_root))?;
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
         let _ = std::fs::rename(&path, path.with_extension("log.1"));
@@ -104,6 +134,7 @@ pub fn append(config_root: &Path, line: &LogLine) -> Result<()> {
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(NO_FOLLOW)
         .open(&path)
         .map_err(|e| Error::io(&o, "open", e))?;
     f.write_all(text.as_bytes())
@@ -143,6 +174,7 @@ impl Fired {
     pub fn lock(config_root: &Path, session: &str) -> Result<Fired> {
         check_id(session)?;
         let dir = state_dir(config_root).join("hook-state");
+        refuse_linked_dirs(config_root, &dir)?;
         private_dir(&dir)?;
         let path = dir.join(format!("{session}.json"));
         if !path.exists() {
@@ -155,6 +187,7 @@ impl Fired {
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(NO_FOLLOW)
             .open(&path)
             .map_err(|e| Error::io(&o, "open", e))?;
         // SAFETY: flock on a descriptor we own; released when `file` closes.
@@ -223,6 +256,7 @@ fn check_id(session: &str) -> Result<()> {
 fn queue_path(config_root: &Path, session: &str) -> Result<PathBuf> {
     check_id(session)?;
     let dir = state_dir(config_root).join("hook-state");
+    refuse_linked_dirs(config_root, &dir)?;
     private_dir(&dir)?;
     Ok(state_dir(config_root)
         .join("hook-state")
@@ -250,6 +284,7 @@ pub fn queue_push(config_root: &Path, session: &str, document: &str) -> Result<u
             .create(true)
             .truncate(true)
             .mode(0o600)
+            .custom_flags(NO_FOLLOW)
             .open(&tmp)
             .map_err(|e| Error::io(&o, "open", e))?;
         f.write_all(text.as_bytes())

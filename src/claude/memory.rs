@@ -53,6 +53,9 @@ pub fn save(
         )));
     }
     let dir = root_dir(config_root).join(project);
+    // cchist/, memory/ and the project's folder: never a link to somewhere else.
+    let cchist = config_root.join("cchist");
+    crate::claude::hook_log::refuse_links(&[&cchist, &root_dir(config_root), &dir])?;
     {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
@@ -70,6 +73,7 @@ pub fn save(
             .create(true)
             .truncate(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&tmp)
             .map_err(|e| Error::io(&o, "open", e))?;
         f.write_all(text.as_bytes())
@@ -77,7 +81,12 @@ pub fn save(
             .map_err(|e| Error::io(&o, "write", e))?;
     }
     std::fs::rename(&tmp, &path).map_err(|e| Error::io(&o, "rename", e))?;
-    let mut all = list_project(config_root, project);
+    // The prune removes only what it can see is a summary cchist saved: a regular file of one
+    // name, mode 0600, this user's, in the real folder (checked above).
+    let mut all: Vec<Entry> = list_project(config_root, project)
+        .into_iter()
+        .filter(|e| is_own(&e.path))
+        .collect();
     if all.len() > keep {
         let old = all.len() - keep;
         for e in all.drain(..old) {
@@ -85,6 +94,19 @@ pub fn save(
         }
     }
     Ok(path)
+}
+
+/// True for a file as [`save`] writes one: regular (not a link), one name, mode 0600, owned
+/// by this user.
+fn is_own(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.file_type().is_file()
+            && m.nlink() == 1
+            && m.mode() & 0o777 == 0o600
+            // SAFETY: geteuid has no preconditions.
+            && m.uid() == unsafe { libc::geteuid() }
+    })
 }
 
 /// The saved summaries of `project`, oldest first.

@@ -48,6 +48,9 @@ pub enum Written {
         id: String,
         /// Its file.
         path: PathBuf,
+        /// The binary companion files copied byte for byte (the pipeline cannot change them
+        /// without breaking them), each with how many secrets it holds.
+        binary: Vec<(PathBuf, usize)>,
     },
 }
 
@@ -99,8 +102,8 @@ pub fn mutate(
     if opts.dry_run {
         return Ok((report, Written::DryRun));
     }
-    let (id, path) = fork(s, &out, pipeline, &known)?;
-    Ok((report, Written::Forked { id, path }))
+    let (id, path, binary) = fork(s, &out, pipeline, &known)?;
+    Ok((report, Written::Forked { id, path, binary }))
 }
 
 /// What the files of session `s` (backups aside) show of secrets, together.
@@ -108,7 +111,7 @@ fn session_known(s: &SessionFile, pipeline: &Pipeline) -> crate::stages::redact:
     let members: Vec<layout::Member> = s
         .members()
         .into_iter()
-        .filter(|m| m.part != Part::Backup)
+        .filter(|m| m.part != Part::Backup && !backup::is_copy(&m.path))
         .collect();
     if members.len() < 2 {
         return Default::default();
@@ -198,26 +201,29 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
 
 /// Write `bytes` as a new session beside `s`: fresh id in the file name and in every record's
 /// `sessionId`, and every other member of the session ([`SessionFile::members`], backups
-/// aside) copied through the pipeline: sub-agent transcripts through all of it, JSON documents
-/// through the stages that apply to copies, text through the text stages — so a redacting
-/// pipeline never copies a secret into the fork.
+/// and undo copies aside: [`backup::is_copy`]) copied through the pipeline: sub-agent
+/// transcripts through all of it, JSON documents through the stages that apply to copies, text
+/// through the text stages — so a redacting pipeline never copies a secret into the fork.
+/// Returns the new id, its file, and the binary files copied as they are (with their findings).
+#[allow(clippy::type_complexity)]
 fn fork(
     s: &SessionFile,
     bytes: &[u8],
     pipeline: &Pipeline,
     known: &crate::stages::redact::known::Known,
-) -> Result<(String, PathBuf)> {
+) -> Result<(String, PathBuf, Vec<(PathBuf, usize)>)> {
     let id = uuid::Uuid::new_v4().to_string();
     let old_ids = session_ids(bytes, &s.id);
     let path = s.project_dir.join(format!("{id}.jsonl"));
     write_new(&path, &rewrite_session_id(bytes, &old_ids, &id), &s.path)?;
     let comp = s.companion_dir();
     let new_comp = s.project_dir.join(&id);
+    let mut binary = Vec::new();
     for m in s.members() {
         let Ok(rel) = m.path.strip_prefix(&comp) else {
             continue; // the transcript itself and its backups
         };
-        if m.part == Part::Backup {
+        if m.part == Part::Backup || backup::is_copy(&m.path) {
             continue;
         }
         let origin = Origin::file(&m.path);
@@ -230,14 +236,19 @@ fn fork(
                 drop(sink);
                 rewrite_session_id(&out, &old_ids, &id)
             }
-            Treatment::Copy => pipeline
-                .run_copy_known(&data, &origin, known)?
-                .0
-                .unwrap_or(data),
-            Treatment::Text => pipeline
-                .run_text_known(&data, &origin, known)?
-                .0
-                .unwrap_or(data),
+            t => {
+                let (new, r) = if t == Treatment::Copy {
+                    pipeline.run_copy_known(&data, &origin, known)?
+                } else {
+                    pipeline.run_text_known(&data, &origin, known)?
+                };
+                if r.counters
+                    .contains_key(crate::engine::pipeline::BINARY_SKIPPED)
+                {
+                    binary.push((m.path.clone(), r.findings.len()));
+                }
+                new.unwrap_or(data)
+            }
         };
         let dest = new_comp.join(rel);
         if let Some(dir) = dest.parent() {
@@ -246,7 +257,7 @@ fn fork(
         }
         write_new(&dest, &data, &m.path)?;
     }
-    Ok((id, path))
+    Ok((id, path, binary))
 }
 
 /// The session ids the records carry (normally one, equal to the file stem).

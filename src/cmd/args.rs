@@ -25,22 +25,24 @@ impl From<PropagateArg> for cchist::engine::runner::Propagate {
 
 /// Input and output options shared by every transforming command.
 #[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("writes").args(["in_place", "out_dir"])))]
 pub struct IoArgs {
     /// Transcript files or folders (walked for *.jsonl). None, or `-`, reads stdin.
     pub paths: Vec<PathBuf>,
     /// Replace each file atomically (temp file, fsync, rename; mode and mtime kept).
     #[arg(short = 'i', long, conflicts_with_all = ["out_dir", "dry_run"])]
     pub in_place: bool,
-    /// With --in-place: keep the original. Alone: as <file>.cchist-bak.<time>, which
-    /// `cchist undo` restores (also for a whole run: `undo --all --since T`) and
-    /// `cchist backups prune` removes; with `=SUFFIX` (--backup=.bak): as <file><SUFFIX>.
-    /// The backups keep the originals, secrets included.
+    /// With --in-place: keep the original (with --out-dir: a file there that is replaced).
+    /// Alone: as <file>.cchist-bak.<time>, which `cchist undo` restores (also for a whole run:
+    /// `undo --all --since T`) and `cchist backups prune` removes; with `=SUFFIX`
+    /// (--backup=.bak): as <file><SUFFIX>. The backups keep the originals, secrets included;
+    /// a file that is itself a backup gets none.
     // A value only with `=`: `--backup ~/.claude/projects` is the flag and a path, never a
     // suffix.
     #[arg(
         long,
         value_name = "SUFFIX",
-        requires = "in_place",
+        requires = "writes",
         num_args = 0..=1,
         require_equals = true,
         default_missing_value = "",
@@ -48,8 +50,10 @@ pub struct IoArgs {
     )]
     pub backup: Option<String>,
     /// With --in-place: go ahead with a lossy run (one that drops or caps: share, compact,
-    /// drop-tool-noise, summarize-range) over several sessions without --backup.
-    #[arg(short = 'y', long, requires = "in_place")]
+    /// drop-tool-noise, summarize-range) over several sessions without --backup. With
+    /// --out-dir: replace the files already there (without it, or --backup, such a run is
+    /// refused).
+    #[arg(short = 'y', long, requires = "writes")]
     pub yes: bool,
     /// With --in-place: set the modification time to now instead of keeping it.
     #[arg(long, requires = "in_place")]
@@ -190,22 +194,26 @@ impl IoArgs {
 
     /// The output mode the arguments ask for.
     pub fn mode(&self) -> Mode {
+        let backup = self.backup.as_ref().map(|b| {
+            if b.is_empty() {
+                run_backup_suffix().to_string()
+            } else {
+                b.clone()
+            }
+        });
         if self.dry_run {
             Mode::DryRun
         } else if self.in_place {
             Mode::InPlace {
-                backup: self.backup.as_ref().map(|b| {
-                    if b.is_empty() {
-                        run_backup_suffix().to_string()
-                    } else {
-                        b.clone()
-                    }
-                }),
+                backup,
                 touch: self.touch,
                 break_links: self.break_hard_links,
             }
         } else if let Some(d) = &self.out_dir {
-            Mode::OutDir(d.clone())
+            Mode::OutDir {
+                dir: d.clone(),
+                backup,
+            }
         } else {
             Mode::Stdout
         }

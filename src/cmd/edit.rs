@@ -85,7 +85,7 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
             Written::DryRun => ("dry-run", None, None),
             Written::Unchanged => ("unchanged", None, None),
             Written::InPlace { backup } => ("edited", Some(backup.display().to_string()), None),
-            Written::Forked { id, path } => (
+            Written::Forked { id, path, .. } => (
                 "forked",
                 None,
                 Some(serde_json::json!({"id": id, "file": path.display().to_string()})),
@@ -124,7 +124,13 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
                 session.id
             );
         }
-        Written::Forked { id, path } => {
+        Written::Forked { id, path, binary } => {
+            for (p, n) in &binary {
+                say!(
+                    "{}",
+                    super::print::binary_note(&p.display().to_string(), *n)
+                );
+            }
             say!(
                 "{name}: left untouched; edited copy written to {}",
                 path.display()

@@ -209,15 +209,19 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if mode != Mode::Stdout && mode != Mode::DryRun && walk.inputs.contains(&Input::Stdin) {
         bail!("stdin cannot be written in place or into --out-dir; pass file paths, or drop those flags to write to stdout");
     }
-    if let Mode::OutDir(dir) = &mode {
+    let mut refused = Vec::new();
+    if let Mode::OutDir { dir, .. } = &mode {
+        drop_copies(&mut walk.inputs, &paths);
         refuse_out_dir_collisions(dir, &walk.inputs)?;
+        if io.diff.is_none() {
+            refused = out_dir_existing(dir, &mut walk.inputs, io)?;
+        }
     }
     if mode == Mode::DryRun {
         pipeline.count_invalid = true;
     }
     // A file Claude Code is writing is refused, however it was named (the same rule as
     // history edits and --all): an edit would break the chain the running CLI appends to.
-    let mut refused = Vec::new();
     if matches!(mode, Mode::InPlace { .. }) && !io.force {
         let mut verdicts = Default::default();
         walk.inputs.retain(|inp| match live_reason(inp, &mut verdicts) {
@@ -395,6 +399,70 @@ fn refuse_out_dir_collisions(dir: &std::path::Path, inputs: &[Input]) -> anyhow:
     Ok(())
 }
 
+/// `--out-dir` copies sessions, not the user's local undo history: backups and undo copies
+/// ([`cchist::io::backup::is_copy`]) are left out; one named as an argument is said so.
+fn drop_copies(inputs: &mut Vec<Input>, named: &[std::path::PathBuf]) {
+    inputs.retain(|i| match i {
+        Input::File { path, .. } if cchist::io::backup::is_copy(path) => {
+            if named.contains(path) {
+                say!(
+                    "cchist: skipped {}: a backup (local undo history, not part of a session); --out-dir never copies one",
+                    path.display()
+                );
+            }
+            false
+        }
+        _ => true,
+    });
+}
+
+/// An `--out-dir` destination that exists gets the rules of an in-place write of it: one
+/// that looks like a live session is refused (unless --force), as `--in-place` refuses it;
+/// replacing any other needs `--yes` or `--backup` (which keeps what it replaces), else the
+/// run is refused before anything is written. Returns the refusals, taken out of `inputs`.
+fn out_dir_existing(
+    dir: &std::path::Path,
+    inputs: &mut Vec<Input>,
+    io: &IoArgs,
+) -> anyhow::Result<Vec<runner::Outcome>> {
+    let mut refused = Vec::new();
+    let mut existing = Vec::new();
+    let mut verdicts = Default::default();
+    inputs.retain(|inp| {
+        let Input::File { rel, .. } = inp else {
+            return true;
+        };
+        let dest = dir.join(rel);
+        if std::fs::symlink_metadata(&dest).is_err() {
+            return true;
+        }
+        if !io.force {
+            if let Some(why) = live_reason_of(&dest, &mut verdicts) {
+                refused.push(runner::Outcome {
+                    input: inp.clone(),
+                    result: Err(cchist::error::Error::Other(format!(
+                        "--out-dir: {} is there already and the session looks live ({why}); it was left untouched — run again once it is idle, pass --force to replace it anyway, or choose another folder",
+                        dest.display()
+                    ))),
+                });
+                return false;
+            }
+        }
+        existing.push(dest);
+        true
+    });
+    if let (Some(first), false, None) = (existing.first(), io.yes, &io.backup) {
+        bail!(
+            "--out-dir {}: {} there already ({}{}); nothing was written — pass --yes to replace them, --backup to replace them keeping each as <file>.cchist-bak.<time> (`cchist undo` restores it), or choose an empty folder",
+            dir.display(),
+            super::print::count(existing.len(), "file is", "files are"),
+            first.display(),
+            if existing.len() > 1 { ", …" } else { "" }
+        );
+    }
+    Ok(refused)
+}
+
 /// Why the session `inp` belongs to looks live (the file itself written in the last minute,
 /// or its main session live), if it does. Verdicts on main sessions are cached in `seen`.
 fn live_reason(
@@ -404,6 +472,14 @@ fn live_reason(
     let Input::File { path, .. } = inp else {
         return None;
     };
+    live_reason_of(path, seen)
+}
+
+/// [`live_reason`] of the file at `path`.
+fn live_reason_of(
+    path: &std::path::Path,
+    seen: &mut std::collections::HashMap<std::path::PathBuf, Option<String>>,
+) -> Option<String> {
     let owner = layout::classify(path).session;
     if owner.path != *path {
         if let Some(why) = layout::liveness(&SessionFile::from_path(path)) {
@@ -455,8 +531,13 @@ fn all(
         refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
-    if let Mode::OutDir(dir) = &mode {
+    let mut refused = Vec::new();
+    if let Mode::OutDir { dir, .. } = &mode {
+        drop_copies(&mut walk.inputs, &[]);
         refuse_out_dir_collisions(dir, &walk.inputs)?;
+        if io.diff.is_none() {
+            refused = out_dir_existing(dir, &mut walk.inputs, io)?;
+        }
     }
     if mode == Mode::DryRun {
         pipeline.count_invalid = true;
@@ -504,6 +585,7 @@ fn all(
         io.propagate.into(),
     );
     let left = super::progress::take_interrupted(&mut outcomes);
+    outcomes.extend(refused);
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
     note_backups_keep_secrets(&outcomes, &mode, io.json());
     if let Some(s) = interrupted(&outcomes, left, &mode, started) {
@@ -529,7 +611,18 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
         ..Default::default()
     };
     let (report, written) = cchist::claude::rewrite::mutate(&s, pipeline, opts)?;
-    if let cchist::claude::rewrite::Written::Forked { id, path: new } = written {
+    if let cchist::claude::rewrite::Written::Forked {
+        id,
+        path: new,
+        binary,
+    } = written
+    {
+        for (p, n) in &binary {
+            say!(
+                "{}",
+                super::print::binary_note(&p.display().to_string(), *n)
+            );
+        }
         say!(
             "{}",
             describe(&s.path.display().to_string(), &report).replace("would change", "changed")

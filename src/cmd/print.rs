@@ -193,6 +193,20 @@ extern "C" {
     fn tzset();
 }
 
+/// What a run says of a binary file it left byte for byte (in place, in a folder or a fork),
+/// holding `findings` secrets.
+pub fn binary_note(name: &str, findings: usize) -> String {
+    let found = match findings {
+        0 => String::new(),
+        n => format!(
+            "; it holds {n} secret(s) cchist cannot redact without breaking it (`cchist check` lists them)"
+        ),
+    };
+    format!(
+        "cchist: skipped {name}: a binary file (NUL bytes or not UTF-8), left byte for byte{found}"
+    )
+}
+
 /// `1 file`, `2 files`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -379,13 +393,7 @@ pub fn report(
                     .contains_key(cchist::engine::pipeline::BINARY_SKIPPED)
                     && !as_json
                 {
-                    let found = match r.findings.len() {
-                        0 => String::new(),
-                        n => format!(
-                            "; it holds {n} secret(s) cchist cannot redact without breaking it (`cchist check` lists them)"
-                        ),
-                    };
-                    say!("cchist: skipped {name}: a binary file (NUL bytes or not UTF-8), left byte for byte{found}");
+                    say!("{}", binary_note(&name, r.findings.len()));
                 }
                 files.push(json!({"file": name, "ok": true, "report": report_json(r)}));
             }

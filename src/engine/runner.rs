@@ -43,8 +43,17 @@ pub enum Mode {
         /// refusing it.
         break_links: bool,
     },
-    /// Mirrored under a folder, by path relative to the argument it came from.
-    OutDir(PathBuf),
+    /// Mirrored under a folder, by path relative to the argument it came from. A destination
+    /// that exists is replaced as an in-place write would ([`replace::open`], then
+    /// [`replace::commit`]: no link, locked, re-checked), keeping it as `<dest><backup>` when
+    /// `backup` is set; whether it may be replaced at all (a live session, `--yes`) the caller
+    /// decides before the run.
+    OutDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Keep a destination that is replaced as `<dest><suffix>`.
+        backup: Option<String>,
+    },
     /// Nothing written; reports only.
     DryRun,
 }
@@ -374,7 +383,7 @@ pub fn run_one_known(
             }
             Err(last.expect("loop ran"))
         }
-        Mode::OutDir(dir) => {
+        Mode::OutDir { dir, backup } => {
             let dest = dir.join(rel);
             create_private_parent(&dest)?;
             let f = input::open(path)?;
@@ -393,10 +402,39 @@ pub fn run_one_known(
             let tmp = out
                 .into_inner()
                 .map_err(|e| Error::io(&dest_origin, "write", e.into_error()))?;
-            replace::finish_file(&dest, tmp, &Attrs::mode(f.meta.mode()))?;
+            put_copy(&dest, tmp, &f.meta, backup.as_deref())?;
             Ok(r)
         }
     }
+}
+
+/// Put the copy staged in `tmp` at `dest` (an `--out-dir` destination) with the mode and mtime
+/// of its original (`meta`; a copy keeps its mtime, as a fork does, so it does not look
+/// live). A destination that exists is replaced by the in-place protocol, kept as
+/// `<dest><backup>` when asked; a fresh one is simply written.
+fn put_copy(
+    dest: &Path,
+    tmp: crate::io::output::AtomicFile,
+    meta: &std::fs::Metadata,
+    backup: Option<&str>,
+) -> Result<()> {
+    if std::fs::symlink_metadata(dest).is_err() {
+        let attrs = Attrs {
+            mtime: meta.modified().ok(),
+            ..Attrs::like(meta)
+        };
+        return replace::finish_file(dest, tmp, &attrs);
+    }
+    let was = replace::open(dest, false)?;
+    let how = Replace {
+        backup,
+        record: backup.is_some_and(crate::io::backup::is_undoable),
+        mode: meta.mode(),
+        mtime: meta.modified().ok(),
+        owner: replace::Owner::Try,
+        appended: replace::Appended::Ignore,
+    };
+    replace::commit(dest, &was, tmp, how).map(drop)
 }
 
 /// Create the folders above an `--out-dir` destination, owner-only whatever the umask: they
@@ -439,11 +477,15 @@ fn run_whole_file(
             .lock()
             .write_all(bytes)
             .map_err(|e| Error::io(&Origin::stdin(), "write", e))?,
-        Mode::OutDir(dir) => {
+        Mode::OutDir { dir, backup } => {
             let dest = dir.join(rel);
             create_private_parent(&dest)?;
             // A copy: the original's owner when permitted, else whoever runs cchist.
-            replace::write_file(&dest, bytes, &Attrs::like(&f.meta))?;
+            let o = Origin::file(&dest);
+            let mut tmp = replace::temp(&dest).map_err(|e| Error::io(&o, "create", e))?;
+            tmp.write_all(bytes)
+                .map_err(|e| Error::io(&o, "write", e))?;
+            put_copy(&dest, tmp, &f.meta, backup.as_deref())?;
         }
         Mode::InPlace { backup, touch, .. } => {
             if new.is_none() {
@@ -456,7 +498,11 @@ fn run_whole_file(
                 path,
                 &f,
                 tmp,
-                Replace::in_place(&f, backup.as_deref(), *touch),
+                Replace::in_place(
+                    &f,
+                    crate::io::backup::suffix_for(path, backup.as_deref()),
+                    *touch,
+                ),
             )?;
         }
     }
@@ -507,6 +553,8 @@ fn in_place(
     let tmp = out
         .into_inner()
         .map_err(|e| Error::io(&origin, "write", e.into_error()))?;
+    // A backup or a suffix copy is redacted like the session, but not backed up again.
+    let backup = crate::io::backup::suffix_for(path, backup);
     let done = replace::commit(path, &f, tmp, Replace::in_place(&f, backup, touch))?;
     if done.carried > 0 {
         report
@@ -559,7 +607,10 @@ mod tests {
             .collect();
         let p = Pipeline::new(vec![Box::new(Panics)], OnInvalid::Keep, "test".into());
         let opts = RunOptions {
-            mode: Mode::OutDir(out.clone()),
+            mode: Mode::OutDir {
+                dir: out.clone(),
+                backup: None,
+            },
             jobs: Some(2),
             ..RunOptions::default()
         };

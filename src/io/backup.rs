@@ -68,6 +68,48 @@ pub fn fresh_suffix(path: &Path) -> String {
     unreachable!("some suffix is free")
 }
 
+/// True when the file at `path` is itself a copy of a session file, not a part of the
+/// session: one of cchist's backups (`….cchist-bak.<stamp>`), what a forced undo replaced
+/// (`….cchist-undone.<stamp>`), or a `--backup=SUFFIX` copy of a transcript beside it
+/// (`agent-1.jsonl.bak` next to `agent-1.jsonl`). Such a file is the user's local undo
+/// history: an `--out-dir` run or a fork never copies it, and an in-place run redacts it
+/// without backing it up again.
+pub fn is_copy(path: &Path) -> bool {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return false;
+    };
+    if name.contains(BACKUP_MARK) || name.contains(UNDONE_MARK) {
+        return true;
+    }
+    // `<x>.jsonl<suffix>` beside `<x>.jsonl`: a suffix copy of that transcript.
+    name.match_indices(".jsonl").any(|(i, m)| {
+        let (base, tail) = name.split_at(i + m.len());
+        is_suffix(tail) && path.with_file_name(base).is_file()
+    })
+}
+
+/// A backup suffix as `--backup=SUFFIX` takes one: `.bak`, `~`, `-orig`, `_old`.
+fn is_suffix(tail: &str) -> bool {
+    tail.starts_with(['.', '~', '-', '_']) && !tail.contains('/')
+}
+
+/// The suffix an in-place write of `path` backs it up with, given the run's `suffix`: none
+/// for a file that is itself a copy ([`is_copy`]) or a copy this suffix made
+/// (`<file><suffix>` beside `<file>`), so that no run multiplies the copies of an original.
+pub fn suffix_for<'a>(path: &Path, suffix: Option<&'a str>) -> Option<&'a str> {
+    let suffix = suffix?;
+    if is_copy(path) {
+        return None;
+    }
+    let name = path.file_name()?.to_string_lossy();
+    if let Some(base) = name.strip_suffix(suffix).filter(|b| !b.is_empty()) {
+        if path.with_file_name(base).is_file() {
+            return None;
+        }
+    }
+    Some(suffix)
+}
+
 /// cchist's backups of `path` (`<path>.cchist-bak.<stamp>`), oldest first.
 pub fn backups(path: &Path) -> Vec<PathBuf> {
     beside(path, |name, n| {

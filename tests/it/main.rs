@@ -34,6 +34,7 @@ mod reliability_perms;
 mod reliability_prints;
 mod reliability_round3;
 mod reliability_structure;
+mod reliability_writes;
 mod relink;
 mod relink_props;
 mod repair;
