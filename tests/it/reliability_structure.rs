@@ -224,3 +224,58 @@ fn a_cap_before_redact_never_cuts_a_secret_in_two() {
         "the output is still capped: {text}"
     );
 }
+
+/// Issue #25, item 12: a token percent-encoded in a URL (`ghp%5F…`) or cut into two string
+/// literals that code concatenates (`"ghp_ab" + "cd…"`) passed `check` and `redact`. Each is
+/// found in the form a reader sees; a URL with nothing secret in it keeps its encoding.
+#[test]
+fn percent_encoded_and_concatenated_tokens_are_found_and_redacted() {
+    let t1 = token(21);
+    let t2 = token(22);
+    let lines = [
+        json!({"type": "user", "uuid": "u1", "message": {"role": "user",
+            "content": format!("https://x.io/cb?token%3D{}", t1.replace('_', "%5F"))}})
+        .to_string(),
+        json!({"type": "user", "uuid": "u2", "message": {"role": "user",
+            "content": format!("t = \"{}\" + \"{}\"", &t2[..20], &t2[20..])}})
+        .to_string(),
+        format!("const T = '{}' + '{}';", &t1[..12], &t1[12..]),
+        json!({"type": "user", "uuid": "u4", "message": {"role": "user",
+            "content": "https://x.io/search?q=a%2Fb%3Dc and \"a\" + \"b\""}})
+        .to_string(),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let check = cchist()
+        .args(["check", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let found: Vec<u64> = report["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    for line in 1..=3 {
+        assert!(
+            found.contains(&line),
+            "no finding on line {line}: {found:?}"
+        );
+    }
+    let out = ok(cchist().arg("redact").arg(&file));
+    let out = String::from_utf8(out.stdout).unwrap();
+    for t in [&t1, &t2] {
+        for part in [&t[4..16], &t[24..36]] {
+            assert!(!out.contains(part), "{part} survives:\n{out}");
+        }
+    }
+    assert_eq!(
+        out.lines().nth(3),
+        Some(lines[3].as_str()),
+        "kept byte for byte"
+    );
+}

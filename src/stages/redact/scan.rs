@@ -329,8 +329,8 @@ const SHARED_ANCHORS: &[&[u8]] = &[b"key", b"sk-"];
 /// Raw escapes that could hide a keyword (keywords are ASCII): a `\u00XX` escape, and `/`
 /// written as `\/` in `://`; and the invisible characters a token can be broken by (issue #25:
 /// a zero-width space pasted inside `ghp_…` hides it from every rule), raw or escaped. A line
-/// holding one is scanned string by string, and a string holding an invisible character is
-/// also searched without them ([`without_invisible`]).
+/// holding one is scanned string by string, and a string holding an invisible character (or
+/// a percent-encoded one) is searched as it reads ([`visible_form`]).
 const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\u00",
     b":\\/",
@@ -345,6 +345,24 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\u2060",
     b"\\ufeff",
     b"\\uFEFF",
+    // Percent-encoded characters of tokens (`ghp%5F…`, `sk%2Dant…`, base64's `+ / =`).
+    b"%5F",
+    b"%5f",
+    b"%2D",
+    b"%2d",
+    b"%2B",
+    b"%2b",
+    b"%2F",
+    b"%2f",
+    b"%3D",
+    b"%3d",
+    // String literals code concatenates (`"ghp_ab" + "cd…"`), raw and inside JSON.
+    b"\" + \"",
+    b"' + '",
+    b"\"+\"",
+    b"'+'",
+    b"\\\" + \\\"",
+    b"\\\"+\\\"",
 ];
 
 /// Characters that show nothing and break a token apart: zero-width space, non-joiner and
@@ -352,6 +370,81 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
 pub const INVISIBLE: [char; 6] = [
     '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{AD}',
 ];
+
+/// `text` as a reader sees it, when that differs: invisible characters removed
+/// ([`without_invisible`]), percent-encoded printable characters decoded (`ghp%5F…` is
+/// `ghp_…`), and string literals joined where code concatenates them (`"ghp_ab" + "cd…"`).
+/// None when it reads as it is. A string is searched in this form too, and written in it when
+/// a secret was found there.
+pub fn visible_form(text: &[u8]) -> Option<Vec<u8>> {
+    let a = without_invisible(text);
+    let b = percent_decoded(a.as_deref().unwrap_or(text));
+    let c = literals_joined(b.as_deref().or(a.as_deref()).unwrap_or(text));
+    c.or(b).or(a)
+}
+
+/// `%XX` escapes of printable ASCII characters decoded; None when there is none.
+fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
+    for p in memchr::memchr_iter(b'%', text) {
+        if p < at || p + 2 >= text.len() {
+            continue;
+        }
+        let (Some(h), Some(l)) = (hex(text[p + 1]), hex(text[p + 2])) else {
+            continue;
+        };
+        let c = h * 16 + l;
+        if !c.is_ascii_graphic() {
+            continue;
+        }
+        let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+        o.extend_from_slice(&text[at..p]);
+        o.push(c);
+        at = p + 3;
+    }
+    let mut o = out?;
+    o.extend_from_slice(&text[at..]);
+    Some(o)
+}
+
+/// Quoted literals joined where code concatenates them: `"a" + "b"` and `'a' + 'b'` read
+/// `"ab"`, when the characters on both sides are a token's. None when there is none.
+fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
+    let tokenish =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
+    let mut i = 1;
+    while i + 1 < text.len() {
+        let q = text[i];
+        if (q == b'"' || q == b'\'') && tokenish(text[i - 1]) && i >= at {
+            // `q`, spaces, `+`, spaces, `q`, then a token character.
+            let mut j = i + 1;
+            while j < text.len() && text[j] == b' ' {
+                j += 1;
+            }
+            if j < text.len() && text[j] == b'+' {
+                j += 1;
+                while j < text.len() && text[j] == b' ' {
+                    j += 1;
+                }
+                if j + 1 < text.len() && text[j] == q && tokenish(text[j + 1]) {
+                    let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+                    o.extend_from_slice(&text[at..i]);
+                    at = j + 1;
+                    i = j + 1;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    let mut o = out?;
+    o.extend_from_slice(&text[at..]);
+    Some(o)
+}
 
 /// `text` without its [`INVISIBLE`] characters; None when it holds none.
 pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {

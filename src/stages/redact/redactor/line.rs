@@ -387,7 +387,7 @@ impl Redactor {
         let mut cur = text;
         // A token broken by invisible characters is searched as it reads; the string loses
         // them only when a secret was found in it (else nothing is edited).
-        if let Some(visible) = scan::without_invisible(&cur) {
+        if let Some(visible) = scan::visible_form(&cur) {
             cur = std::borrow::Cow::Owned(visible);
             reps = None;
             mapped = None;

@@ -197,15 +197,18 @@ impl Redactor {
     }
 
     pub(super) fn text(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
-        // A token broken by invisible characters is searched as it reads: when a secret is
-        // found, the text comes back without them (offsets are then the visible text's).
-        if let Some(visible) = scan::without_invisible(text) {
+        // A token broken by invisible characters, percent-encoded or cut into concatenated
+        // literals is searched as it reads ([`scan::visible_form`]): when that finds more, the
+        // text comes back in that form (offsets are then its own).
+        // Only when that form shows more: the text's own offsets are kept where it can be.
+        let plain = self.text_visible(text, full);
+        if let Some(visible) = scan::visible_form(text) {
             let (new, findings) = self.text_visible(&visible, full);
-            if !findings.is_empty() {
+            if findings.len() > plain.1.len() {
                 return (Some(new.unwrap_or(visible)), findings);
             }
         }
-        self.text_visible(text, full)
+        plain
     }
 
     fn text_visible(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
