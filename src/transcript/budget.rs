@@ -72,7 +72,7 @@ pub fn resume_path(s: &Session<'_>) -> Vec<usize> {
 
 /// Estimated tokens of record `i` as sent to the model (0 for a record that is not sent).
 pub fn record_tokens(s: &mut Session<'_>, i: usize) -> u64 {
-    let Ok(v) = s.records[i].value() else {
+    let Ok(v) = s.records[i].read_value() else {
         return 0;
     };
     let sent = if v.get("type").and_then(Value::as_str) == Some("attachment") {

@@ -435,7 +435,7 @@ impl Timeline {
             }
             let is_assistant = h.kind == Kind::Assistant;
             let usage = if is_assistant {
-                s.records[i].value().ok().and_then(Usage::of)
+                s.records[i].read_value().ok().and_then(|v| Usage::of(&v))
             } else {
                 None
             };
@@ -443,13 +443,12 @@ impl Timeline {
                 count = u.total();
                 t.last_usage = Some((i, u));
                 t.estimated_after = 0;
-                if let Some(m) = s.records[i]
-                    .value()
-                    .ok()
-                    .and_then(|v| v.pointer("/message/model"))
-                    .and_then(Value::as_str)
-                {
-                    t.model = Some(m.to_string());
+                if let Some(m) = s.records[i].read_value().ok().and_then(|v| {
+                    v.pointer("/message/model")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                }) {
+                    t.model = Some(m);
                 }
             } else {
                 let add = budget::record_tokens(s, i);
@@ -670,15 +669,14 @@ pub fn composition(s: &mut Session<'_>, top: usize, cap: usize) -> Composition {
         let mut found: Vec<(Part, u64, Option<String>)> = Vec::new();
         if s.header(i).is_some_and(|h| h.kind == Kind::Attachment) {
             let tokens = budget::record_tokens(s, i);
-            let name = s.records[i]
-                .value()
-                .ok()
-                .and_then(|v| v.pointer("/attachment/type"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
+            let name = s.records[i].read_value().ok().and_then(|v| {
+                v.pointer("/attachment/type")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
             found.push((Part::Attachments, tokens, name));
         } else {
-            let Ok(v) = s.records[i].value() else {
+            let Ok(v) = s.records[i].read_value() else {
                 continue;
             };
             match v.pointer("/message/content") {

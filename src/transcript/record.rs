@@ -188,6 +188,17 @@ impl<'a> Record<'a> {
         Ok(self.value_ref().expect("value parsed"))
     }
 
+    /// The record as a value, for reading once: the one it holds when parsed already, else a
+    /// fresh parse that is not kept. A pass that reads every record of a session (a digest, the
+    /// turn list, the context count) would otherwise keep a parsed tree of each, ~10× its
+    /// bytes (issue #25: 300k small records took `summarize-range` 889 MB).
+    pub fn read_value(&self) -> Result<std::borrow::Cow<'_, Value>, String> {
+        match self.value_ref() {
+            Some(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            None => parse_value(self.raw()).map(std::borrow::Cow::Owned),
+        }
+    }
+
     /// True when the record is held as an edited [`Value`] (its raw bytes are stale).
     pub fn is_value_edited(&self) -> bool {
         self.edit

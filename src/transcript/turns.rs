@@ -125,8 +125,8 @@ fn step_row(s: &mut Session<'_>, turns: &[Turn], st: &Step) -> StepRow {
                 .map(|b| b.name().map(str::to_string).unwrap_or_default()),
         );
         if text.is_empty() {
-            if let Ok(v) = s.records[i].value() {
-                text = message_text(v);
+            if let Ok(v) = s.records[i].read_value() {
+                text = message_text(&v);
             }
         }
     }

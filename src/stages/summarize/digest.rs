@@ -120,9 +120,10 @@ pub fn digest_body(s: &mut Session<'_>, removed: &BTreeSet<usize>) -> String {
         }
         let prompt = is_prompt(h);
         let ty = h.kind.clone();
-        let Ok(v) = s.records[i].value() else {
+        let Ok(v) = s.records[i].read_value() else {
             continue;
         };
+        let v = &*v;
         if prompt {
             let p = shorten(&message_text(v), ITEM_CHARS);
             if !p.is_empty() && seen_prompts.insert(p.clone()) {

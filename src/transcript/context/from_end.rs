@@ -80,7 +80,7 @@ pub fn tail(path: &std::path::Path, max_bytes: u64) -> std::io::Result<Tail> {
             t.per_turn.push(Some(count));
         }
         let usage = if h.kind == Kind::Assistant {
-            s.records[i].value().ok().and_then(Usage::of)
+            s.records[i].read_value().ok().and_then(|v| Usage::of(&v))
         } else {
             None
         };
@@ -89,12 +89,11 @@ pub fn tail(path: &std::path::Path, max_bytes: u64) -> std::io::Result<Tail> {
                 count = u.total();
                 seen_usage = true;
                 t.usage = Some(u);
-                t.model = s.records[i]
-                    .value()
-                    .ok()
-                    .and_then(|v| v.pointer("/message/model"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                t.model = s.records[i].read_value().ok().and_then(|v| {
+                    v.pointer("/message/model")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
             }
             // Before the tail's first usage the count is unknown: what came before is not read.
             None if seen_usage => count += budget::record_tokens(&mut s, i),
