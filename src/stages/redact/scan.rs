@@ -372,7 +372,7 @@ pub const INVISIBLE: [char; 6] = [
 ];
 
 /// `text` as a reader sees it, when that differs: invisible characters removed
-/// ([`without_invisible`]), percent-encoded printable characters decoded (`ghp%5F…` is
+/// ([`without_invisible`]), a token's percent-encoded punctuation decoded (`ghp%5F…` is
 /// `ghp_…`), and string literals joined where code concatenates them (`"ghp_ab" + "cd…"`).
 /// None when it reads as it is. A string is searched in this form too, and written in it when
 /// a secret was found there.
@@ -383,7 +383,7 @@ pub fn visible_form(text: &[u8]) -> Option<Vec<u8>> {
     c.or(b).or(a)
 }
 
-/// `%XX` escapes of printable ASCII characters decoded; None when there is none.
+/// `%XX` escapes of a token's punctuation (`_ - + / =`) decoded; None when there is none.
 fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut out: Option<Vec<u8>> = None;
@@ -396,7 +396,8 @@ fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
             continue;
         };
         let c = h * 16 + l;
-        if !c.is_ascii_graphic() {
+        // Only the characters of tokens the prefilter anchors on (see ESCAPE_ANCHORS).
+        if !matches!(c, b'_' | b'-' | b'+' | b'/' | b'=') {
             continue;
         }
         let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
@@ -409,37 +410,35 @@ fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
     Some(o)
 }
 
-/// Quoted literals joined where code concatenates them: `"a" + "b"` and `'a' + 'b'` read
-/// `"ab"`, when the characters on both sides are a token's. None when there is none.
+/// Quoted literals joined where code concatenates them: `"a" + "b"`, `"a"+"b"` and the same
+/// with `'` read `"ab"`, when the characters on both sides are a token's. None when there is
+/// none.
 fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
     let tokenish =
         |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
+    // Only a `+` can join two literals: most strings hold none and cost one search.
+    memchr::memchr(b'+', text)?;
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
-    let mut i = 1;
-    while i + 1 < text.len() {
-        let q = text[i];
-        if (q == b'"' || q == b'\'') && tokenish(text[i - 1]) && i >= at {
-            // `q`, spaces, `+`, spaces, `q`, then a token character.
-            let mut j = i + 1;
-            while j < text.len() && text[j] == b' ' {
-                j += 1;
-            }
-            if j < text.len() && text[j] == b'+' {
-                j += 1;
-                while j < text.len() && text[j] == b' ' {
-                    j += 1;
-                }
-                if j + 1 < text.len() && text[j] == q && tokenish(text[j + 1]) {
-                    let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-                    o.extend_from_slice(&text[at..i]);
-                    at = j + 1;
-                    i = j + 1;
-                    continue;
-                }
-            }
+    for i in memchr::memchr2_iter(b'"', b'\'', text) {
+        if i == 0 || i < at || !tokenish(text[i - 1]) {
+            continue;
         }
-        i += 1;
+        let q = text[i];
+        // `q + q` or `q+q` (the forms the prefilter anchors on), then a token character.
+        let rest = &text[i + 1..];
+        let j = if rest.starts_with(b" + ") {
+            i + 4
+        } else if rest.starts_with(b"+") {
+            i + 2
+        } else {
+            continue;
+        };
+        if j + 1 < text.len() && text[j] == q && tokenish(text[j + 1]) {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+            o.extend_from_slice(&text[at..i]);
+            at = j + 1;
+        }
     }
     let mut o = out?;
     o.extend_from_slice(&text[at..]);

@@ -120,12 +120,9 @@ impl Redactor {
         let pairs = std::mem::take(&mut st.split_pairs);
         let mut added = false;
         for (a, b) in pairs {
-            let touched =
-                |(s, e): (usize, usize)| st.edits.iter().any(|(es, ee, _)| *es < e && s < *ee);
-            // The first string's own search may have replaced the part it holds (a value
-            // that runs to its end): then only the second string's part is left to go.
-            let a_done = st.edits.iter().any(|(_, ee, _)| *ee == a.end);
-            if touched((b.start, b.end)) || (touched((a.start, a.end)) && !a_done) {
+            let within = |t: &SplitPart, (es, ee): (usize, usize)| t.start <= es && ee <= t.end;
+            // The second string as its own search left it must be as it was.
+            if st.edits.iter().any(|(es, ee, _)| within(&b, (*es, *ee))) {
                 continue;
             }
             let (Some(ta), Some(tb)) = (
@@ -148,41 +145,61 @@ impl Redactor {
             }
             self.finish(&joined, &mut found);
             let cut = tail.len();
-            // Only a token of a fixed shape (a prefix, then its body) is taken as cut in two:
-            // a context rule or a URL would run on into whatever the next string says. And
+            let a_path = json::path_of(line, &a.frames);
+            // Only a token of a fixed shape (a prefix, then its body) is taken as cut in two
+            // (a context rule or a URL would run on into whatever the next string says), with
+            // at least SPLIT_PART bytes on each side (a token one string holds but for its
+            // last few characters is not made whole by the next string's first word), and
             // not one the first string holds whole already (its own search found it).
             let Some(f) = found.iter().find(|f| {
                 let id = self.engine.rules[f.rule as usize].id.as_str();
-                f.start < cut
-                    && f.end > cut
+                f.start + SPLIT_PART <= cut
+                    && f.end >= cut + SPLIT_PART
                     && SPLIT_RULES.contains(&id)
                     && !st.findings.iter().any(|g| {
-                        g.rule == f.rule as usize && g.path.as_deref() == Some(&a.path[..])
+                        g.rule == f.rule as usize && g.path.as_deref() == Some(&a_path[..])
                     })
             }) else {
                 continue;
             };
             let secret = &joined[f.start..f.end];
-            let mut new_a = ta[..tail_from + f.start].to_vec();
-            self.put_placeholder(&joined, f, &mut new_a);
+            let a_part = &tail[f.start..];
+            // The first string as its own search left it: its part of the token goes, unless
+            // that search replaced it already (a value that ran to its end).
+            let mut cur_a = line[a.start..a.end].to_vec();
+            let mut own: Vec<&(usize, usize, Vec<u8>)> = st
+                .edits
+                .iter()
+                .filter(|(es, ee, _)| within(&a, (*es, *ee)))
+                .collect();
+            own.sort_by_key(|e| std::cmp::Reverse(e.0));
+            for (es, ee, enc) in own {
+                cur_a.splice(es - a.start..ee - a.start, enc.iter().copied());
+            }
+            let Some(cur_a) = decoded(&cur_a, esc::U).map(|c| c.into_owned()) else {
+                continue;
+            };
+            let mut new_a = cur_a.clone();
+            if cur_a.ends_with(a_part) {
+                new_a.truncate(cur_a.len() - a_part.len());
+                self.put_placeholder(&joined, f, &mut new_a);
+            }
             // Each part becomes the placeholder: the text reads as redacted on both sides.
             let mut new_b = Vec::with_capacity(tb.len());
             self.put_placeholder(&joined, f, &mut new_b);
             new_b.extend_from_slice(&tb[f.end - cut..]);
             st.findings.push(LineFinding {
                 rule: f.rule as usize,
-                path: Some(a.path.clone()),
+                path: Some(a_path.clone()),
                 offset: tail_from + f.start,
                 len: secret.len(),
                 fingerprint: self.fingerprint(secret),
                 secret: SecretBytes::new(secret),
             });
-            json::content_blocks(&a.path, &mut st.blocks);
-            json::content_blocks(&b.path, &mut st.blocks);
+            json::content_blocks(&a_path, &mut st.blocks);
+            json::content_blocks(&json::path_of(line, &b.frames), &mut st.blocks);
+            st.edits.retain(|(es, ee, _)| !within(&a, (*es, *ee)));
             for (t, new) in [(&a, &new_a[..]), (&b, &new_b[..])] {
-                if a_done && std::ptr::eq(t, &a) {
-                    continue;
-                }
                 let mut enc = Vec::with_capacity(new.len() + 2);
                 json::encode(new, &mut enc);
                 st.edits.push((t.start, t.end, enc));
@@ -385,9 +402,11 @@ impl Redactor {
         // third copy). None once something else changed it.
         let mut reps: Option<Vec<(usize, usize, Vec<u8>)>> = Some(Vec::new());
         let mut cur = text;
-        // A token broken by invisible characters is searched as it reads; the string loses
-        // them only when a secret was found in it (else nothing is edited).
-        if let Some(visible) = scan::visible_form(&cur) {
+        // A token broken by invisible characters, percent-encoded or cut into concatenated
+        // literals is searched as it reads; the string is written in that form only when a
+        // secret was found in it (else nothing is edited). Each of those leaves an escape
+        // anchor in the raw line (or a `\u` escape in the string), so other strings skip this.
+        if let Some(visible) = (full || hidden).then(|| scan::visible_form(&cur)).flatten() {
             cur = std::borrow::Cow::Owned(visible);
             reps = None;
             mapped = None;
@@ -736,6 +755,9 @@ pub(super) struct Memo {
 /// start to be searched together ([`Redactor::split_secrets`]); twice this of each is searched.
 pub(super) const SPLIT_WINDOW: usize = 128;
 
+/// The fewest bytes of a split token each string must hold ([`Redactor::split_secrets`]).
+const SPLIT_PART: usize = 6;
+
 /// The rules whose secrets are found cut between two strings ([`Redactor::split_secrets`]):
 /// tokens of a fixed shape, a prefix and a body.
 const SPLIT_RULES: &[&str] = &[
@@ -780,7 +802,8 @@ pub(super) struct SplitPart {
     start: usize,
     end: usize,
     flags: u8,
-    path: Vec<Seg>,
+    /// Where it is (its path is rendered only for a pair that holds a secret).
+    frames: Vec<Frame>,
     /// Strings seen since this one.
     after: usize,
 }
@@ -812,12 +835,12 @@ fn split_pair(
         start: tok.start,
         end: tok.end,
         flags: tok.flags,
-        path: json::path_of(line, frames),
+        frames: frames.to_vec(),
         after: 0,
     };
     if let Some(mut a) = st.split_prev.take() {
         let b = part(tok);
-        if siblings(&a.path, &b.path) {
+        if siblings(line, &a.frames, &b.frames) {
             st.split_pairs.push((a, b));
         } else if a.after < SPLIT_LOOK_PAST {
             a.after += 1;
@@ -836,12 +859,18 @@ const SPLIT_LOOK_PAST: usize = 4;
 /// (`content[0].text` and `content[1].text`, `lines[4]` and `lines[5]`): one text cut in two.
 /// Never two fields of one object: a message's end and the record's `uuid` that follows it
 /// are no secret together.
-fn siblings(a: &[Seg], b: &[Seg]) -> bool {
+fn siblings(line: &[u8], a: &[Frame], b: &[Frame]) -> bool {
+    let key = |k: &Option<(usize, usize, u8)>| k.map(|(s, e, _)| &line[s..e]);
+    let same = |x: &Frame, y: &Frame| match (x, y) {
+        (Frame::Obj(k), Frame::Obj(l)) => key(k) == key(l),
+        (Frame::Arr(i), Frame::Arr(j)) => i == j,
+        _ => false,
+    };
     a.len() == b.len()
-        && a.iter().zip(b).filter(|(x, y)| x != y).count() == 1
+        && a.iter().zip(b).filter(|(x, y)| !same(x, y)).count() == 1
         && a.iter()
             .zip(b)
-            .any(|(x, y)| matches!((x, y), (Seg::Idx(i), Seg::Idx(j)) if i + 1 == *j))
+            .any(|(x, y)| matches!((x, y), (Frame::Arr(i), Frame::Arr(j)) if i + 1 == *j))
 }
 
 /// Offsets of the escape hits among `hits`, sorted.
