@@ -827,10 +827,17 @@ fn split_pair(
         let i = esc_pos.partition_point(|&p| p < tok.start);
         esc_pos.get(i).is_some_and(|&p| p < tok.end)
     };
-    let near_end = hidden
-        || raw_hits
-            .get(lo)
-            .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start);
+    // A token cut in two has a token's characters on both sides of the cut.
+    let tokenish =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
+    let ends_tokenish = tok.end > tok.start && tokenish(line[tok.end - 1]);
+    let starts_tokenish =
+        tok.end > tok.start && (tokenish(line[tok.start]) || line[tok.start] == b'\\');
+    let near_end = ends_tokenish
+        && (hidden
+            || raw_hits
+                .get(lo)
+                .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start));
     let part = |tok: &Tok| SplitPart {
         start: tok.start,
         end: tok.end,
@@ -839,9 +846,8 @@ fn split_pair(
         after: 0,
     };
     if let Some(mut a) = st.split_prev.take() {
-        let b = part(tok);
-        if siblings(line, &a.frames, &b.frames) {
-            st.split_pairs.push((a, b));
+        if starts_tokenish && siblings(line, &a.frames, frames) {
+            st.split_pairs.push((a, part(tok)));
         } else if a.after < SPLIT_LOOK_PAST {
             a.after += 1;
             st.split_prev = Some(a);
