@@ -164,6 +164,13 @@ impl EditStage {
 }
 
 impl Stage for EditStage {
+    /// It removes records (a range it replaces, turns an edit deletes): a secret they showed
+    /// must be known before they go, so that a restatement of it in what replaces them is
+    /// replaced too.
+    fn cuts_text(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "edit"
     }

@@ -136,8 +136,9 @@ pub trait Stage: Send + Sync {
         Secrets::Ignores
     }
 
-    /// Whether the stage shortens text it keeps (a cap on tool output): a stage that replaces
-    /// secrets is then run before it, wherever a pipeline file puts it.
+    /// Whether the stage shortens text it keeps (a cap on tool output) or removes records (a
+    /// summary in place of a range, an edit): a stage that replaces secrets is then run before
+    /// it, wherever a pipeline file puts it, so that nothing is cut before it is redacted.
     fn cuts_text(&self) -> bool {
         false
     }

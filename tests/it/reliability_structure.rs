@@ -279,3 +279,53 @@ fn percent_encoded_and_concatenated_tokens_are_found_and_redacted() {
         "kept byte for byte"
     );
 }
+
+/// Second adversarial pass: a known value that is one of the names Claude Code writes
+/// (`SECRET_KEY=parentUuid` in a prompt, `API_TOKEN=tool_use_id` in a `.env`) renamed that key
+/// in every record, and the chain was gone. Keys keep their names; the values are never known.
+#[test]
+fn known_values_never_rename_claude_codes_keys() {
+    let recs = [
+        json!({"parentUuid": null, "type": "user", "uuid": "u1", "sessionId": "s",
+            "message": {"role": "user", "content": "my config: SECRET_KEY=parentUuid"}}),
+        json!({"parentUuid": "u1", "type": "assistant", "uuid": "a1", "sessionId": "s",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "tool_use",
+                "id": "toolu_1", "name": "Read", "input": {"file_path": "/p/.env"}}]}}),
+        json!({"parentUuid": "a1", "type": "user", "uuid": "u2", "sessionId": "s",
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": "toolu_1", "content": "API_TOKEN=tool_use_id\nSECRET=isSidechain\n"}]},
+            "toolUseResult": {"type": "text", "file": {"filePath": "/p/.env",
+                "content": "API_TOKEN=tool_use_id\nSECRET=isSidechain\n"}}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let text: String = recs.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = ok(cchist().args(["run", "-p", "scrub"]).arg(&file));
+    let got = records(&out.stdout);
+    for (a, b) in recs.iter().zip(&got) {
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(a), keys(b), "{b}");
+        assert_eq!(a["parentUuid"], b["parentUuid"]);
+    }
+    assert_eq!(got[2]["message"]["content"][0]["tool_use_id"], "toolu_1");
+}
+
+/// Second adversarial pass: a string holding one ordinary token was rewritten whole in the
+/// form a reader sees (`"foo" + "bar"` joined, `%2F` decoded into a new query parameter, an
+/// emoji's joiners dropped). That form is taken only when it shows more secrets.
+#[test]
+fn an_ordinary_token_leaves_the_rest_of_its_string_as_written() {
+    let t = token(31);
+    let code = format!(
+        "a = \"foo\" + \"bar\"\nurl = \"https://x.io/login?next=%2Fhome%3Fq%3D1\"\nfam = \"\u{1F468}\u{200D}\u{1F469}\"  # co\u{AD}operate\ntoken = \"{t}\""
+    );
+    let rec = json!({"type": "user", "uuid": "u1", "message": {"role": "user", "content": code}});
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, rec.to_string() + "\n").unwrap();
+    let out = ok(cchist().arg("redact").arg(&file));
+    let got = records(&out.stdout);
+    let want = code.replace(&t, "[REDACTED:github-pat]");
+    assert_eq!(got[0]["message"]["content"].as_str().unwrap(), want);
+}

@@ -109,6 +109,7 @@ impl Known {
     /// a placeholder contains are not remembered.
     pub fn add(&mut self, value: &[u8], secret: KnownSecret) {
         if value.is_empty()
+            || claude_vocabulary(value)
             || memchr::memmem::find(value, b"[REDACTED").is_some()
             || memchr::memmem::find(&secret.placeholder, value).is_some()
         {
@@ -259,6 +260,99 @@ fn patterns_of(v: &[u8], r: Reach, encoded: bool) -> Vec<(Vec<u8>, Reach)> {
         out.extend(encoded_forms(v).into_iter().map(|f| (f, Reach::Anywhere)));
     }
     out
+}
+
+/// The names and words Claude Code itself writes in a transcript (keys, record and block
+/// types, roles, model names): never a secret, whatever a `.env` says — known, they would
+/// rename every record's keys or rewrite its structure (issue #25, adversarial pass).
+fn claude_vocabulary(value: &[u8]) -> bool {
+    const WORDS: &[&str] = &[
+        "parentUuid",
+        "logicalParentUuid",
+        "leafUuid",
+        "uuid",
+        "sessionId",
+        "message",
+        "content",
+        "type",
+        "subtype",
+        "role",
+        "user",
+        "assistant",
+        "system",
+        "text",
+        "thinking",
+        "signature",
+        "redacted_thinking",
+        "tool_use",
+        "tool_result",
+        "tool_use_id",
+        "toolUseID",
+        "parentToolUseID",
+        "toolUseResult",
+        "sourceToolAssistantUUID",
+        "input",
+        "name",
+        "id",
+        "isSidechain",
+        "isMeta",
+        "isCompactSummary",
+        "compactMetadata",
+        "userType",
+        "external",
+        "timestamp",
+        "version",
+        "cwd",
+        "gitBranch",
+        "requestId",
+        "messageId",
+        "promptId",
+        "agentId",
+        "model",
+        "stop_reason",
+        "stop_sequence",
+        "end_turn",
+        "usage",
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "service_tier",
+        "attachment",
+        "progress",
+        "summary",
+        "file-history-snapshot",
+        "structuredPatch",
+        "oldString",
+        "newString",
+        "old_string",
+        "new_string",
+        "originalFile",
+        "file_path",
+        "filePath",
+        "command",
+        "description",
+        "stdout",
+        "stderr",
+        "interrupted",
+        "isImage",
+        "is_error",
+        "image",
+        "source",
+        "media_type",
+        "base64",
+        "level",
+        "toolUseResult",
+        "queue-operation",
+    ];
+    if value.starts_with(b"claude-")
+        && value.iter().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'.' | b'@')
+        })
+    {
+        return true;
+    }
+    WORDS.iter().any(|w| w.as_bytes() == value)
 }
 
 /// The values of a known-values file: one a line, or a dotenv file (`KEY=value`,
@@ -703,7 +797,13 @@ impl Echoes {
                 }
                 &buf
             };
-            let found = self.find(text);
+            let mut found = self.find(text);
+            // A key is a name: only a value random enough to be a secret wherever it stands
+            // is replaced there. A word a `.env` declared (`SECRET_KEY=parentUuid`) must not
+            // rename every record's `parentUuid` (issue #25, adversarial pass).
+            if tok.is_key {
+                found.retain(|&(_, _, i)| self.anywhere(i));
+            }
             if found.is_empty() {
                 return;
             }

@@ -74,6 +74,13 @@ fn build(table: toml::Table) -> std::result::Result<Box<dyn Stage>, OptionError>
 }
 
 impl Stage for SummarizeRange {
+    /// It removes records (a range it replaces, turns an edit deletes): a secret they showed
+    /// must be known before they go, so that a restatement of it in what replaces them is
+    /// replaced too.
+    fn cuts_text(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         DEF.name
     }

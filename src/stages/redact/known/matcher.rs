@@ -93,7 +93,7 @@ pub const ANCHOR: usize = 24;
 
 /// At most this many patterns share a window; more are not added (an input built to make one
 /// window match a million values would otherwise make every probe a million comparisons).
-pub const BUCKET: usize = 64;
+pub const BUCKET: usize = 1024;
 
 /// Bits of the hash the bitset is indexed by (32 KiB a table).
 const BITS: u32 = 18;
@@ -284,13 +284,13 @@ mod tests {
             vec![(2, 34, 2999)]
         );
         let same: Vec<Vec<u8>> = (0..BUCKET + 1)
-            .map(|i| format!("{}{i:03}", "A".repeat(ANCHOR)).into_bytes())
+            .map(|i| format!("{}{i:05}", "A".repeat(ANCHOR)).into_bytes())
             .collect();
         let m = Matcher::anchored(&same);
-        let last = format!("{}{:03}", "A".repeat(ANCHOR), BUCKET);
+        let last = format!("{}{:05}", "A".repeat(ANCHOR), BUCKET);
         assert!(all(&m, last.as_bytes()).is_empty(), "the bucket was full");
-        let first = format!("{}000", "A".repeat(ANCHOR));
-        assert_eq!(all(&m, first.as_bytes()), vec![(0, ANCHOR + 3, 0)]);
+        let first = format!("{}00000", "A".repeat(ANCHOR));
+        assert_eq!(all(&m, first.as_bytes()), vec![(0, ANCHOR + 5, 0)]);
     }
 
     proptest! {

@@ -109,6 +109,20 @@ impl Redactor {
         }
     }
 
+    /// How many secrets the rules find in `text` (no field rules, no rounds).
+    fn found_count(&self, text: &[u8], full: bool) -> usize {
+        let mut found = Vec::new();
+        if full {
+            self.engine.find_all(text, false, &mut found);
+        } else {
+            let mut hits = Vec::new();
+            self.engine.hits(text, false, &mut hits);
+            self.engine.find(text, &mut hits, &mut found);
+        }
+        self.finish(text, &mut found);
+        found.len()
+    }
+
     /// Secrets split between two consecutive strings of a record (issue #25: a token cut
     /// between two text blocks, or between a message and the next field): the end of the first
     /// and the start of the second are searched together, and a secret that spans them is
@@ -406,7 +420,13 @@ impl Redactor {
         // literals is searched as it reads; the string is written in that form only when a
         // secret was found in it (else nothing is edited). Each of those leaves an escape
         // anchor in the raw line (or a `\u` escape in the string), so other strings skip this.
-        if let Some(visible) = (full || hidden).then(|| scan::visible_form(&cur)).flatten() {
+        // Only when that form shows more secrets than the string as written: a string whose
+        // only secret is an ordinary token keeps its other literals, encodings and joiners.
+        if let Some(visible) = (full || hidden)
+            .then(|| scan::visible_form(&cur))
+            .flatten()
+            .filter(|v| self.found_count(v, full) > self.found_count(&cur, full))
+        {
             cur = std::borrow::Cow::Owned(visible);
             reps = None;
             mapped = None;
