@@ -329,3 +329,50 @@ fn an_ordinary_token_leaves_the_rest_of_its_string_as_written() {
     let want = code.replace(&t, "[REDACTED:github-pat]");
     assert_eq!(got[0]["message"]["content"].as_str().unwrap(), want);
 }
+
+/// Second adversarial pass: the Stop hook's fork runs `summarize-range` before the pipeline's
+/// `redact`, so a summary restating a password of the turns it replaced was written raw (the
+/// turns that showed it in context were gone before redact read them). Redaction runs before
+/// any stage that removes records, whatever the order.
+#[test]
+fn a_summary_restating_a_removed_secret_is_redacted_whatever_the_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let password = format!("Qw7{}", &token(41)[4..24]);
+    let reply = dir.path().join("reply.txt");
+    std::fs::write(
+        &reply,
+        format!("Summary: connected with password {password}"),
+    )
+    .unwrap();
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "version = 1\n[[stage]]\ntype = \"summarize-range\"\nturns = \"1..2\"\ncommand = \"cat >/dev/null; cat {}\"\n[[stage]]\ntype = \"redact\"\n",
+            reply.display()
+        ),
+    )
+    .unwrap();
+    let mut text = String::new();
+    let mut parent: Option<String> = None;
+    for t in 0..4 {
+        let (u, a) = (format!("u{t}"), format!("a{t}"));
+        let prompt = if t == 0 {
+            format!("export DB_PASSWORD={password}")
+        } else {
+            format!("prompt {t}")
+        };
+        text += &crate::common::message_line("user", &u, parent.as_deref(), "s", &prompt);
+        text += &crate::common::message_line("assistant", &a, Some(&u), "s", "ok");
+        parent = Some(a);
+    }
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let out = ok(cchist().arg("run").arg("-p").arg(&pipeline).arg(&file));
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.contains("Summary: connected with password [REDACTED:"),
+        "{out}"
+    );
+    assert!(!out.contains(&password), "{out}");
+}
