@@ -69,6 +69,7 @@ pub(super) const KEY_QUALIFIERS: &[&str] = &[
     "consumer",
     "subscription",
     "deploy",
+    "role",
 ];
 pub(super) const NOT_SECRET_WORDS: &[&str] = &[
     // Anti-forgery nonces, public in every page; a JWT library's package name.
@@ -190,13 +191,32 @@ pub(super) const NOT_SECRET_WORDS: &[&str] = &[
     "preview",
 ];
 
-/// Does a variable name name a secret?
+/// Words that make a name no secret wherever they stand: a public or anonymous key, an
+/// anti-forgery nonce, a library's name.
+const ALWAYS_NOT_SECRET: &[&str] = &[
+    "csrf",
+    "xsrf",
+    "jsonwebtoken",
+    "public",
+    "publishable",
+    "anon",
+];
+
+/// Does a variable name name a secret? The last word that names one decides: a word for
+/// something else after it (`TOKEN_CACHE`, `API_KEY_ID`, `SECRET_NAME`) makes the name
+/// that other thing; before it (`REDIS_CACHE_PASSWORD`, `SUPABASE_SERVICE_ROLE_KEY`,
+/// `STREAM_API_SECRET`) it only says whose secret it is. A digit glued on (`TOKEN0`) counts as
+/// the word.
 pub(super) fn secret_name(name: &[u8]) -> bool {
-    let w = words(name);
-    if w.iter().any(|x| NOT_SECRET_WORDS.contains(&x.as_str())) {
+    let w: Vec<String> = words(name)
+        .into_iter()
+        .map(|x| x.trim_end_matches(|c: char| c.is_ascii_digit()).to_string())
+        .filter(|x| !x.is_empty())
+        .collect();
+    if w.iter().any(|x| ALWAYS_NOT_SECRET.contains(&x.as_str())) {
         return false;
     }
-    w.iter().enumerate().any(|(i, x)| {
+    let names_secret = |i: usize, x: &String| {
         SECRET_WORDS.contains(&x.as_str())
             // Glued names: PGPASSWORD, MYSQL_PWD's kin, authtoken, clientsecret.
             || ["password", "passwd", "passphrase", "token", "secret", "apikey"]
@@ -204,7 +224,19 @@ pub(super) fn secret_name(name: &[u8]) -> bool {
                 .any(|s| x.len() > s.len() && x.ends_with(s))
             || (x == "key" && i > 0 && KEY_QUALIFIERS.contains(&w[i - 1].as_str()))
             || (x == "key" && w.len() == 1)
-    })
+    };
+    let Some(last) = w
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(i, x)| names_secret(*i, x))
+        .map(|(i, _)| i)
+    else {
+        return false;
+    };
+    !w[last + 1..]
+        .iter()
+        .any(|x| NOT_SECRET_WORDS.contains(&x.as_str()))
 }
 
 pub(super) fn password_name(name: &[u8]) -> bool {

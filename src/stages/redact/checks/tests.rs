@@ -115,3 +115,33 @@ fn cache_keys_are_not_prose_secrets() {
     assert!(prose_value(b"Rq8vLz2WmN5kTb3Y", false));
     assert!(!slug(b"Tulip4471!harbor"));
 }
+
+/// The last word naming a secret decides (second adversarial pass: `SERVICE`, `CACHE`,
+/// `STREAM`, `PREVIEW`, `ERROR` anywhere in a name used to veto it).
+#[test]
+fn the_last_secret_word_of_a_name_decides() {
+    use super::names::secret_name;
+    for yes in [
+        "SUPABASE_SERVICE_ROLE_KEY",
+        "REDIS_CACHE_PASSWORD",
+        "STREAM_API_SECRET",
+        "NEXT_PREVIEW_SECRET",
+        "SENTRY_ERROR_TOKEN",
+        "TOKEN0",
+        "GOOGLE_SERVICE_ACCOUNT_KEY",
+    ] {
+        assert!(secret_name(yes.as_bytes()), "{yes}");
+    }
+    for no in [
+        "TOKEN_CACHE",
+        "API_KEY_ID",
+        "SECRET_NAME",
+        "MAX_TOKENS",
+        "CSRF_TOKEN",
+        "NEXT_PUBLIC_API_KEY",
+        "SUPABASE_ANON_KEY",
+        "PASSWORD_MIN_LENGTH",
+    ] {
+        assert!(!secret_name(no.as_bytes()), "{no}");
+    }
+}
