@@ -341,10 +341,57 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     "\u{2060}".as_bytes(),
     "\u{FEFF}".as_bytes(),
     "\u{AD}".as_bytes(),
+    "\u{200E}".as_bytes(),
+    "\u{200F}".as_bytes(),
+    "\u{202A}".as_bytes(),
+    "\u{202B}".as_bytes(),
+    "\u{202C}".as_bytes(),
+    "\u{202D}".as_bytes(),
+    "\u{202E}".as_bytes(),
+    "\u{2061}".as_bytes(),
+    "\u{2062}".as_bytes(),
+    "\u{2063}".as_bytes(),
+    "\u{2064}".as_bytes(),
+    "\u{2066}".as_bytes(),
+    "\u{2067}".as_bytes(),
+    "\u{2068}".as_bytes(),
+    "\u{2069}".as_bytes(),
+    "\u{180E}".as_bytes(),
+    "\u{034F}".as_bytes(),
+    "\u{3164}".as_bytes(),
+    "\u{FE0F}".as_bytes(),
+    // Tag characters (U+E0000–U+E007F): a four-byte prefix.
+    b"\xF3\xA0\x80",
+    b"\xF3\xA0\x81",
+    // A terminal colour code inside a token.
+    b"\x1b[",
+    b"\\u202",
+    b"\\u206",
+    b"\\u180e",
+    b"\\u180E",
+    b"\\u034f",
+    b"\\u034F",
+    b"\\u3164",
+    b"\\ufe0f",
+    b"\\uFE0F",
+    b"\\udb40",
+    b"\\uDB40",
     b"\\u200",
     b"\\u2060",
     b"\\ufeff",
     b"\\uFEFF",
+    // The starts of tokens, cut short (the rule's checks want the whole body): a line holding
+    // one is walked so that a token split between two strings is found.
+    b"ghp_",
+    b"gho_",
+    b"ghs_",
+    b"github_pat_",
+    b"glpat-",
+    b"sk-ant-",
+    b"xoxb-",
+    b"xoxp-",
+    b"sk_live_",
+    b"AKIA",
     // Percent-encoded characters of tokens (`ghp%5F…`, `sk%2Dant…`, base64's `+ / =`).
     b"%5F",
     b"%5f",
@@ -356,20 +403,65 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"%2f",
     b"%3D",
     b"%3d",
-    // String literals code concatenates (`"ghp_ab" + "cd…"`), raw and inside JSON.
+    // String literals code concatenates (`"ghp_ab" + "cd…"`, `'a' . 'b'`, `'a' || 'b'`,
+    // Python's `"a" "b"`), raw and inside JSON.
     b"\" + \"",
-    b"' + '",
     b"\"+\"",
+    b"\" . \"",
+    b"\".\"",
+    b"\" || \"",
+    b"\"||\"",
+    b"\" \"",
+    b"' + '",
     b"'+'",
+    b"' . '",
+    b"'.'",
+    b"' || '",
+    b"'||'",
+    b"' '",
+    b"` + `",
+    b"`+`",
+    b"` . `",
+    b"`.`",
+    b"` || `",
+    b"`||`",
+    b"` `",
     b"\\\" + \\\"",
     b"\\\"+\\\"",
+    b"\\\" . \\\"",
+    b"\\\".\\\"",
+    b"\\\" || \\\"",
+    b"\\\"||\\\"",
+    b"\\\" \\\"",
 ];
 
 /// Characters that show nothing and break a token apart: zero-width space, non-joiner and
-/// joiner, word joiner, the byte-order mark (zero-width no-break space), the soft hyphen.
-pub const INVISIBLE: [char; 6] = [
-    '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{AD}',
+/// joiner, word joiner, the byte-order mark (zero-width no-break space), the soft hyphen,
+/// direction marks and embeddings, invisible operators, the Mongolian vowel separator, the
+/// combining grapheme joiner, the Hangul filler (and the tag characters, [`is_tag`]).
+pub const INVISIBLE: [char; 25] = [
+    '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{AD}', '\u{200E}', '\u{200F}',
+    '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2061}', '\u{2062}', '\u{2063}',
+    '\u{2064}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{180E}', '\u{034F}', '\u{3164}',
+    '\u{FE0F}',
 ];
+
+/// The length of the tag character (U+E0000–U+E007F) `t` starts with, if it does.
+fn is_tag(t: &[u8]) -> Option<usize> {
+    (t.len() >= 4 && t[0] == 0xF3 && t[1] == 0xA0 && (t[2] == 0x80 || t[2] == 0x81)).then_some(4)
+}
+
+/// The length of the terminal control sequence (`ESC [ … letter`) `t` starts with, if it does.
+fn is_ansi(t: &[u8]) -> Option<usize> {
+    if !t.starts_with(b"\x1b[") {
+        return None;
+    }
+    let n = t[2..]
+        .iter()
+        .take(16)
+        .position(|c| !(c.is_ascii_digit() || *c == b';'))?;
+    t[2 + n].is_ascii_alphabetic().then_some(3 + n)
+}
 
 /// `text` as a reader sees it, when that differs: invisible characters removed
 /// ([`without_invisible`]), a token's percent-encoded punctuation decoded (`ghp%5F…` is
@@ -410,30 +502,26 @@ fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
     Some(o)
 }
 
-/// Quoted literals joined where code concatenates them: `"a" + "b"`, `"a"+"b"` and the same
-/// with `'` read `"ab"`, when the characters on both sides are a token's. None when there is
-/// none.
+/// Quoted literals joined where code concatenates them: `"a" + "b"`, `'a' . 'b'` (PHP),
+/// `'a' || 'b'` (SQL), `"a" "b"` (Python, C), with `"`, `'` or a backtick, read `"ab"`, when
+/// the characters on both sides are a token's. None when there is none.
 fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
     let tokenish =
         |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
-    // Only a `+` can join two literals: most strings hold none and cost one search.
-    memchr::memchr(b'+', text)?;
+    // What may stand between two literals (the forms the prefilter anchors on).
+    const JOINS: &[&[u8]] = &[b" + ", b"+", b" . ", b".", b" || ", b"||", b" "];
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
-    for i in memchr::memchr2_iter(b'"', b'\'', text) {
+    for i in memchr::memchr3_iter(b'"', b'\'', b'`', text) {
         if i == 0 || i < at || !tokenish(text[i - 1]) {
             continue;
         }
         let q = text[i];
-        // `q + q` or `q+q` (the forms the prefilter anchors on), then a token character.
         let rest = &text[i + 1..];
-        let j = if rest.starts_with(b" + ") {
-            i + 4
-        } else if rest.starts_with(b"+") {
-            i + 2
-        } else {
+        let Some(op) = JOINS.iter().find(|op| rest.starts_with(op)) else {
             continue;
         };
+        let j = i + 1 + op.len();
         if j + 1 < text.len() && text[j] == q && tokenish(text[j + 1]) {
             let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
             o.extend_from_slice(&text[at..i]);
@@ -447,25 +535,29 @@ fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
 
 /// `text` without its [`INVISIBLE`] characters; None when it holds none.
 pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
-    // Each is encoded with a lead byte 0xE2, 0xEF or 0xC2.
-    memchr::memchr3(0xE2, 0xEF, 0xC2, text)?;
     let is_invisible = |t: &[u8]| {
-        INVISIBLE.iter().find_map(|c| {
-            let mut b = [0u8; 4];
-            let enc = c.encode_utf8(&mut b).as_bytes();
-            t.starts_with(enc).then_some(enc.len())
+        is_tag(t).or_else(|| is_ansi(t)).or_else(|| {
+            INVISIBLE.iter().find_map(|c| {
+                let mut b = [0u8; 4];
+                let enc = c.encode_utf8(&mut b).as_bytes();
+                t.starts_with(enc).then_some(enc.len())
+            })
         })
     };
+    let lead = |c: u8| matches!(c, 0x1B | 0xC2 | 0xCD | 0xE1 | 0xE2 | 0xE3 | 0xEF | 0xF3);
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
-    for p in memchr::memchr3_iter(0xE2, 0xEF, 0xC2, text) {
-        if p < at {
-            continue;
-        }
-        if let Some(n) = is_invisible(&text[p..]) {
-            let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-            o.extend_from_slice(&text[at..p]);
-            at = p + n;
+    let mut p = 0;
+    while let Some(off) = text[p..].iter().position(|&c| lead(c)) {
+        p += off;
+        match is_invisible(&text[p..]) {
+            Some(n) => {
+                let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+                o.extend_from_slice(&text[at..p]);
+                p += n;
+                at = p;
+            }
+            None => p += 1,
         }
     }
     let mut o = out?;

@@ -147,7 +147,13 @@ impl Redactor {
             };
             let tail_from = ta.len().saturating_sub(2 * SPLIT_WINDOW);
             let tail = &ta[tail_from..];
-            let head = &tb[..tb.len().min(2 * SPLIT_WINDOW)];
+            // Two lines of a patch both start with their diff marker (`+`, `-`, a space): the
+            // second line's text starts after it.
+            let marker = usize::from(
+                matches!(tb.first(), Some(b'+' | b'-' | b' ')) && ta.first() == tb.first(),
+            );
+            let tb_text = &tb[marker..];
+            let head = &tb_text[..tb_text.len().min(2 * SPLIT_WINDOW)];
             let joined = [tail, head].concat();
             let mut found = Vec::new();
             if full {
@@ -200,8 +206,9 @@ impl Redactor {
             }
             // Each part becomes the placeholder: the text reads as redacted on both sides.
             let mut new_b = Vec::with_capacity(tb.len());
+            new_b.extend_from_slice(&tb[..marker]);
             self.put_placeholder(&joined, f, &mut new_b);
-            new_b.extend_from_slice(&tb[f.end - cut..]);
+            new_b.extend_from_slice(&tb_text[f.end - cut..]);
             st.findings.push(LineFinding {
                 rule: f.rule as usize,
                 path: Some(a_path.clone()),
@@ -817,6 +824,50 @@ const SPLIT_RULES: &[&str] = &[
     "flyio-access-token",
 ];
 
+/// Whether the last bytes of a string hold the start of a token ([`SPLIT_RULES`]' prefixes):
+/// a token cut short gives the prefilter no keyword (its checks want the whole body).
+fn token_prefix_near_end(raw: &[u8]) -> bool {
+    static PREFIXES: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    let ac = PREFIXES.get_or_init(|| {
+        aho_corasick::AhoCorasick::new([
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "glpat-",
+            "sk-",
+            "AKIA",
+            "ASIA",
+            "xoxb-",
+            "xoxp-",
+            "xapp-",
+            "sk_live_",
+            "rk_live_",
+            "AIza",
+            "npm_",
+            "pypi-",
+            "SG.",
+            "dop_v1_",
+            "dapi",
+            "shpat_",
+            "shpss_",
+            "lin_api_",
+            "dckr_pat_",
+            "fo1_",
+            "hf_",
+            "r8_",
+            "gsk_",
+            "xai-",
+            "pplx-",
+        ])
+        .expect("literal prefixes build")
+    });
+    let from = raw.len().saturating_sub(2 * SPLIT_WINDOW);
+    ac.is_match(&raw[from..])
+}
+
 /// A value string that may hold part of a split secret.
 pub(super) struct SplitPart {
     start: usize,
@@ -857,7 +908,8 @@ fn split_pair(
         && (hidden
             || raw_hits
                 .get(lo)
-                .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start));
+                .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start)
+            || token_prefix_near_end(&line[tok.start..tok.end]));
     let part = |tok: &Tok| SplitPart {
         start: tok.start,
         end: tok.end,
