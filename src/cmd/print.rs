@@ -207,6 +207,26 @@ pub fn binary_note(name: &str, findings: usize) -> String {
     )
 }
 
+/// What a fork says of the binary companions it copied as they are (`binary`, no secret found
+/// in them: [`binary_note`]) and of those it left out (`left_out`, each holding secrets cchist
+/// cannot redact): one line each.
+pub fn fork_binary_notes(
+    binary: &[std::path::PathBuf],
+    left_out: &[(std::path::PathBuf, usize)],
+) -> Vec<String> {
+    let mut out: Vec<String> = binary
+        .iter()
+        .map(|p| binary_note(&p.display().to_string(), 0))
+        .collect();
+    out.extend(left_out.iter().map(|(p, n)| {
+        format!(
+            "cchist: {}: a binary file (NUL bytes or not UTF-8) that holds {n} secret(s) cchist cannot redact without breaking it, left out of the fork (the original keeps it; `cchist check` lists them)",
+            p.display()
+        )
+    }));
+    out
+}
+
 /// `1 file`, `2 files`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
