@@ -68,6 +68,23 @@ impl Fence {
         self.file(path, Some("jsonl"))
     }
 
+    /// [`Fence::transcript`], and the file a session's main transcript (`<id>.jsonl` in its
+    /// project folder, as [`crate::claude::layout::classify`] tells the part): a sub-agent's
+    /// transcript, a companion or a backup is refused, as a hook acting on it would write a
+    /// fork into `subagents/` or rewrite one file of a session alone.
+    pub fn main_transcript(&self, path: &Path) -> std::result::Result<PathBuf, Refusal> {
+        let resolved = self.transcript(path)?;
+        let part = crate::claude::layout::classify(&resolved).part;
+        if part != crate::claude::layout::Part::Main {
+            return Err(Refusal::Outside(format!(
+                "{}: {}, not a session's main transcript; hooks act only on a session's main transcript (<id>.jsonl); nothing done",
+                path.display(),
+                part.name()
+            )));
+        }
+        Ok(resolved)
+    }
+
     /// Check a file: in a folder under `projects` (after resolving `..` and links), itself a
     /// regular file no larger than [`MAX_READ_BYTES`], named `*.ext` when `ext` is given.
     pub fn file(&self, path: &Path, ext: Option<&str>) -> std::result::Result<PathBuf, Refusal> {

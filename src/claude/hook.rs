@@ -283,7 +283,7 @@ pub fn wait_for_turn(fence: &Fence, inp: &HookInput, wait: Wait) -> Result<TurnW
     let mut held_after = None;
     let mut missing = "the transcript does not exist";
     loop {
-        match fence.transcript(path) {
+        match fence.main_transcript(path) {
             Err(Refusal::Outside(why)) => return Ok(TurnWait::Refused(why)),
             Err(Refusal::Missing) => seen = None,
             Ok(resolved) => {

@@ -126,7 +126,7 @@ fn load(spec: &str) -> Result<(PipelineFile, HookPolicy)> {
 
 fn session_end(inp: &HookInput, spec: &str, fence: &Fence) -> Result<Outcome> {
     let (file, _) = load(spec)?;
-    let transcript = match fence.transcript(inp.transcript()?) {
+    let transcript = match fence.main_transcript(inp.transcript()?) {
         Ok(p) => p,
         Err(Refusal::Missing) => {
             return Ok(Outcome::new(OutcomeKind::Skipped, "no transcript on disk"))
@@ -195,7 +195,7 @@ fn redacted_digest(pipeline: &Pipeline, path: &Path) -> Result<String> {
 
 fn pre_compact(inp: &HookInput, spec: &str, fence: &Fence) -> Result<Outcome> {
     let (file, _) = load(spec)?;
-    let path = match fence.transcript(inp.transcript()?) {
+    let path = match fence.main_transcript(inp.transcript()?) {
         Ok(p) => p,
         Err(why) => return Ok(Outcome::new(OutcomeKind::Refused, why.to_string())),
     };
@@ -311,7 +311,7 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence, auto_fit: &AutoFit<'_>) -> R
     // needs no wait for its answer.
     if let (Some(pid), Ok(path)) = (
         inp.prompt_id.as_deref(),
-        fence.transcript(inp.transcript()?),
+        fence.main_transcript(inp.transcript()?),
     ) {
         let known = hook::read_bounded(&path)
             .ok()

@@ -111,6 +111,17 @@ impl Part {
         matches!(self, Part::Main | Part::Subagent)
     }
 
+    /// What a file of this part is, in a few words for a message.
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Main => "a session's transcript",
+            Part::Subagent => "a sub-agent's transcript",
+            Part::Document => "a companion JSON document",
+            Part::Text => "a companion file",
+            Part::Backup => "a cchist backup",
+        }
+    }
+
     /// How a pipeline runs a file of this part.
     pub fn treatment(self) -> Treatment {
         match self {

@@ -49,8 +49,11 @@ pub enum Written {
         /// Its file.
         path: PathBuf,
         /// The binary companion files copied byte for byte (the pipeline cannot change them
-        /// without breaking them), each with how many secrets it holds.
-        binary: Vec<(PathBuf, usize)>,
+        /// without breaking them): those in which no secret was found.
+        binary: Vec<PathBuf>,
+        /// The binary companion files left out of the fork, each with how many secrets it
+        /// holds: a fork is meant to be clean, and cchist cannot redact them.
+        left_out: Vec<(PathBuf, usize)>,
     },
 }
 
@@ -102,8 +105,16 @@ pub fn mutate(
     if opts.dry_run {
         return Ok((report, Written::DryRun));
     }
-    let (id, path, binary) = fork(s, &out, pipeline, &known)?;
-    Ok((report, Written::Forked { id, path, binary }))
+    let (id, path, binary, left_out) = fork(s, &out, pipeline, &known)?;
+    Ok((
+        report,
+        Written::Forked {
+            id,
+            path,
+            binary,
+            left_out,
+        },
+    ))
 }
 
 /// What the files of session `s` (backups aside) show of secrets, together.
@@ -204,21 +215,23 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
 /// and undo copies aside: [`backup::is_copy`]) copied through the pipeline: sub-agent
 /// transcripts through all of it, JSON documents through the stages that apply to copies, text
 /// through the text stages — so a redacting pipeline never copies a secret into the fork.
-/// Returns the new id, its file, and the binary files copied as they are (with their findings).
+/// A binary file the pipeline cannot change is copied as it is only when no secret was found
+/// in it; one holding secrets is left out. Returns the new id, its file, the binary files
+/// copied as they are, and those left out (with how many secrets each holds).
 #[allow(clippy::type_complexity)]
 fn fork(
     s: &SessionFile,
     bytes: &[u8],
     pipeline: &Pipeline,
     known: &crate::stages::redact::known::Known,
-) -> Result<(String, PathBuf, Vec<(PathBuf, usize)>)> {
+) -> Result<(String, PathBuf, Vec<PathBuf>, Vec<(PathBuf, usize)>)> {
     let id = uuid::Uuid::new_v4().to_string();
     let old_ids = session_ids(bytes, &s.id);
     let path = s.project_dir.join(format!("{id}.jsonl"));
     write_new(&path, &rewrite_session_id(bytes, &old_ids, &id), &s.path)?;
     let comp = s.companion_dir();
     let new_comp = s.project_dir.join(&id);
-    let mut binary = Vec::new();
+    let (mut binary, mut left_out) = (Vec::new(), Vec::new());
     for m in s.members() {
         let Ok(rel) = m.path.strip_prefix(&comp) else {
             continue; // the transcript itself and its backups
@@ -245,7 +258,11 @@ fn fork(
                 if r.counters
                     .contains_key(crate::engine::pipeline::BINARY_SKIPPED)
                 {
-                    binary.push((m.path.clone(), r.findings.len()));
+                    if !r.findings.is_empty() {
+                        left_out.push((m.path.clone(), r.findings.len()));
+                        continue;
+                    }
+                    binary.push(m.path.clone());
                 }
                 new.unwrap_or(data)
             }
@@ -257,7 +274,7 @@ fn fork(
         }
         write_new(&dest, &data, &m.path)?;
     }
-    Ok((id, path, binary))
+    Ok((id, path, binary, left_out))
 }
 
 /// The session ids the records carry (normally one, equal to the file stem).

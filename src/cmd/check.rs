@@ -170,6 +170,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         match &mut o.result {
             Ok(r) => {
                 scanned += 1;
+                if let Some(note) = super::print::stream_note(&name, r) {
+                    say!("{note}");
+                }
                 // Taken, not copied: a stream of a million secrets held them twice.
                 let mut findings = std::mem::take(&mut r.findings);
                 if let (

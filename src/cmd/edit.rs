@@ -124,12 +124,14 @@ pub fn run_ops(session: &SessionFile, ops: Vec<Op>, w: &WriteArgs) -> anyhow::Re
                 session.id
             );
         }
-        Written::Forked { id, path, binary } => {
-            for (p, n) in &binary {
-                say!(
-                    "{}",
-                    super::print::binary_note(&p.display().to_string(), *n)
-                );
+        Written::Forked {
+            id,
+            path,
+            binary,
+            left_out,
+        } => {
+            for note in super::print::fork_binary_notes(&binary, &left_out) {
+                say!("{note}");
             }
             say!(
                 "{name}: left untouched; edited copy written to {}",

@@ -615,13 +615,11 @@ fn fork(pipeline: &Pipeline, paths: &[std::path::PathBuf]) -> anyhow::Result<Exi
         id,
         path: new,
         binary,
+        left_out,
     } = written
     {
-        for (p, n) in &binary {
-            say!(
-                "{}",
-                super::print::binary_note(&p.display().to_string(), *n)
-            );
+        for note in super::print::fork_binary_notes(&binary, &left_out) {
+            say!("{note}");
         }
         say!(
             "{}",

@@ -207,6 +207,51 @@ pub fn binary_note(name: &str, findings: usize) -> String {
     )
 }
 
+/// What a fork says of the binary companions it copied as they are (`binary`, no secret found
+/// in them: [`binary_note`]) and of those it left out (`left_out`, each holding secrets cchist
+/// cannot redact): one line each.
+pub fn fork_binary_notes(
+    binary: &[std::path::PathBuf],
+    left_out: &[(std::path::PathBuf, usize)],
+) -> Vec<String> {
+    let mut out: Vec<String> = binary
+        .iter()
+        .map(|p| binary_note(&p.display().to_string(), 0))
+        .collect();
+    out.extend(left_out.iter().map(|(p, n)| {
+        format!(
+            "cchist: {}: a binary file (NUL bytes or not UTF-8) that holds {n} secret(s) cchist cannot redact without breaking it, left out of the fork (the original keeps it; `cchist check` lists them)",
+            p.display()
+        )
+    }));
+    out
+}
+
+/// What a run over a stream (stdin) past its bounds says of the secrets it may have left as
+/// they are, and what to do: one warning line, or `None` within the bounds. Past
+/// [`cchist::engine::pipeline::KNOWN_BUFFER`] a secret is replaced from where it is found on
+/// ([`cchist::engine::pipeline::FORWARD_ONLY`]: said only when one was found), and past
+/// [`cchist::engine::pipeline::STREAM_KNOWN`] distinct ones the others are replaced only
+/// where a rule finds them ([`cchist::engine::pipeline::STREAM_KNOWN_FULL`]). A file is read
+/// whole, so `cchist redact FILE` replaces every repeat. (No word "error": `-q` silences it.)
+pub fn stream_note(name: &str, r: &FileReport) -> Option<String> {
+    use cchist::engine::pipeline::{FORWARD_ONLY, KNOWN_BUFFER, STREAM_KNOWN, STREAM_KNOWN_FULL};
+    let mib = KNOWN_BUFFER >> 20;
+    let todo = "run cchist on a file (`cchist redact FILE`), not a pipe, to replace every repeat";
+    if let Some(n) = r.counters.get(STREAM_KNOWN_FULL).filter(|&&n| n > 0) {
+        let max = format!("{},{:03}", STREAM_KNOWN / 1000, STREAM_KNOWN % 1000);
+        return Some(format!(
+            "cchist: warning: {name}: a stream over {mib} MiB with more than {max} distinct secrets: {n} secrets past those were replaced only where a rule finds them, so their later repeats (echoes in prose, tool output) may be left as they are; {todo}"
+        ));
+    }
+    if r.counters.contains_key(FORWARD_ONLY) && !r.findings.is_empty() {
+        return Some(format!(
+            "cchist: warning: {name}: a stream over {mib} MiB is redacted in chunks: a secret is replaced where it is found and after, so a repeat of it earlier in the stream may be left as it is; {todo}"
+        ));
+    }
+    None
+}
+
 /// `1 file`, `2 files`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -385,6 +430,9 @@ pub fn report(
                     if let Some(line) = describe_fit(&name, r) {
                         say!("{line}");
                     }
+                }
+                if let Some(note) = stream_note(&name, r) {
+                    say!("{note}");
                 }
                 if let Some(n) = r.counters.get("bytes-appended-during-replace") {
                     say!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
@@ -618,4 +666,53 @@ pub fn diff_report(
     } else {
         ExitStatus::Error
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stream_note;
+    use cchist::engine::pipeline::{FileReport, FORWARD_ONLY, STREAM_KNOWN_FULL};
+
+    fn with(counters: &[(&str, u64)], findings: usize) -> FileReport {
+        let mut r = FileReport::default();
+        for (k, v) in counters {
+            r.counters.insert(k.to_string(), *v);
+        }
+        r.findings = (0..findings)
+            .map(|i| cchist::findings::Finding::new("github-pat", i + 1, None, String::new()))
+            .collect();
+        r
+    }
+
+    /// Issue #25, R7: a stream past 64 MiB with more than 65,536 distinct secrets leaves later
+    /// repeats of the rest raw; the run says so in one warning line, with what to do. (No
+    /// smaller case exists: the bounds are constants, so the message is tested here.)
+    #[test]
+    fn a_stream_past_its_bounds_says_what_it_left_and_what_to_do() {
+        let full = stream_note(
+            "<stdin>",
+            &with(&[(FORWARD_ONLY, 1), (STREAM_KNOWN_FULL, 7)], 3),
+        )
+        .expect("a warning");
+        assert!(!full.contains('\n'), "one line: {full}");
+        assert!(full.starts_with("cchist: warning: <stdin>:"), "{full}");
+        assert!(
+            full.contains("7 secrets") && full.contains("65,536"),
+            "{full}"
+        );
+        assert!(full.contains("not a pipe"), "what to do: {full}");
+        assert!(!full.contains("error"), "-q silences it: {full}");
+        let forward = stream_note("<stdin>", &with(&[(FORWARD_ONLY, 1)], 1)).expect("a warning");
+        assert!(
+            !forward.contains('\n') && forward.contains("64 MiB"),
+            "{forward}"
+        );
+        assert!(
+            forward.contains("not a pipe") && !forward.contains("error"),
+            "{forward}"
+        );
+        // Nothing to say of a stream without a secret, or of one within the bounds.
+        assert_eq!(stream_note("<stdin>", &with(&[(FORWARD_ONLY, 1)], 0)), None);
+        assert_eq!(stream_note("<stdin>", &with(&[], 5)), None);
+    }
 }

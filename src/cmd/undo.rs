@@ -2,7 +2,7 @@
 //! `apply`, and `--in-place --backup` runs); `--all --since T` restores a whole bulk run;
 //! `--list` lists the backups. `cchist backups prune --older-than 30d` removes old ones.
 
-use super::print::say;
+use super::print::{safe, say, shown_name};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -216,9 +216,15 @@ fn list(since: Option<&str>, format: &FormatArgs, every: bool) -> anyhow::Result
     let mut out = std::io::stdout().lock();
     if format.json() {
         // One time format in every JSON document: RFC 3339 (the text keeps `undo --list`'s
-        // UTC `2026-12-01 10:31:23`, which `--since` takes back).
+        // UTC `2026-12-01 10:31:23`, which `--since` takes back). Names as every report shows
+        // them ([`shown_name`]): a folder or a file may be named after a token.
         let mut doc = serde_json::to_value(&all)?;
         for b in doc.as_array_mut().into_iter().flatten() {
+            for key in ["file", "backup"] {
+                if let Some(name) = b[key].as_str() {
+                    b[key] = serde_json::json!(shown_name(name));
+                }
+            }
             if let Some(t) = b["time"].as_str().filter(|t| t.len() == 19) {
                 b["time"] = serde_json::json!(format!("{}Z", t.replacen(' ', "T", 1)));
             }
@@ -234,15 +240,18 @@ fn list(since: Option<&str>, format: &FormatArgs, every: bool) -> anyhow::Result
     for b in &all {
         let what = match b.kind {
             Kind::Undo => String::new(),
-            Kind::Undone => format!("  (replaced by a forced undo: {})", b.backup),
-            Kind::Copy => format!("  (copy: {})", b.backup),
+            Kind::Undone => format!(
+                "  (replaced by a forced undo: {})",
+                safe(&shown_name(&b.backup))
+            ),
+            Kind::Copy => format!("  (copy: {})", safe(&shown_name(&b.backup))),
         };
         writeln!(
             out,
             "{}  {:>10}  {}{what}",
             b.time,
             super::print::human_bytes(b.bytes),
-            super::print::safe(&b.file)
+            safe(&shown_name(&b.file))
         )?;
     }
     say!(
@@ -327,17 +336,17 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                 bytes += b.bytes;
                 if dry_run {
                     if !format.json() {
-                        println!("{}", super::print::safe(&b.backup));
+                        println!("{}", safe(&shown_name(&b.backup)));
                     }
-                    removed.push(b.backup);
+                    removed.push(shown_name(&b.backup));
                     continue;
                 }
                 let p = Path::new(&b.backup);
                 std::fs::remove_file(p)
-                    .map_err(|e| anyhow::anyhow!("removing {}: {e}", p.display()))?;
+                    .map_err(|e| anyhow::anyhow!("removing {}: {e}", shown_name(&b.backup)))?;
                 let name = p.file_name().unwrap_or_default().to_string_lossy();
                 let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.written")));
-                removed.push(b.backup);
+                removed.push(shown_name(&b.backup));
             }
             if format.json() {
                 let mut out = std::io::stdout().lock();

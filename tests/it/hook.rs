@@ -431,6 +431,55 @@ fn the_fence_keeps_hooks_on_session_files() {
     assert_eq!(std::fs::read_to_string(away.join("t.txt")).unwrap(), body);
 }
 
+/// Issue #25, R11: a hook input naming a sub-agent's transcript (`<id>/subagents/agent-*.jsonl`,
+/// its `session_id` the file's name) is refused and logged by Stop, SessionEnd and PreCompact:
+/// no fork lands in `subagents/`, the file is not rewritten, no digest is printed.
+#[test]
+fn hooks_refuse_a_sub_agent_transcript() {
+    let r = Root::new();
+    let main = r.session("s1", 2);
+    let written = r.session("agent-abc", 4);
+    let sub = r.proj.join("s1/subagents/agent-abc.jsonl");
+    std::fs::create_dir_all(sub.parent().unwrap()).unwrap();
+    std::fs::rename(&written, &sub).unwrap();
+    let before = std::fs::read(&sub).unwrap();
+    let main_before = std::fs::read(&main).unwrap();
+    let p = r.pipeline(
+        "fork.toml",
+        "version = 1\n[hook]\nat_turns = [4]\naction = \"fork\"\nkeep_last = 1\nstop_wait_ms = 300\n[[stage]]\ntype = \"redact\"\n",
+    );
+    let mut stop = event("Stop", &sub, "agent-abc");
+    stop["prompt_id"] = json!("p4");
+    stop["last_assistant_message"] = json!("Answer 4.");
+    for (ev, name) in [
+        (stop, "Stop"),
+        (event("SessionEnd", &sub, "agent-abc"), "SessionEnd"),
+        (event("PreCompact", &sub, "agent-abc"), "PreCompact"),
+    ] {
+        let out = r.hook(&["--pipeline", &p], &ev);
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !stdout(&out).contains("--resume") && !stdout(&out).contains("keep these facts"),
+            "{name}: {}",
+            stdout(&out)
+        );
+        let last = r.log().last().cloned().unwrap();
+        assert_eq!(last["outcome"], "refused", "{name}: {last}");
+        assert!(
+            last.to_string().contains("main transcript"),
+            "{name}: the log says why: {last}"
+        );
+        assert_eq!(jsonl_files(&r.proj.join("s1/subagents")), vec![sub.clone()]);
+        assert_eq!(jsonl_files(&r.proj), vec![main.clone()]);
+        assert_eq!(std::fs::read(&sub).unwrap(), before, "{name}");
+        assert_eq!(std::fs::read(&main).unwrap(), main_before, "{name}");
+    }
+}
+
 /// Issue #25, item 6: the hook's byte bound let 512 MiB of blank lines in (~37 GB at ~73
 /// bytes a line). A transcript of more lines than the hook's line bound is refused, logged and
 /// left as it is, at once.

@@ -190,6 +190,63 @@ fn a_secret_in_a_file_name_is_redacted_in_every_report() {
     assert!(!text.contains(&k), "{text}");
 }
 
+/// A project folder and a sub-agent transcript named after a token, backed up by
+/// `redact -i --backup`: the listings of backups (`backups list`, `undo --list`, as text and
+/// JSON), `backups prune --dry-run` and `undo` name them with a placeholder where the token was
+/// (issue #25, R6), and each still lists the backup.
+#[test]
+fn backup_listings_redact_a_secret_in_a_file_name() {
+    let sb = Sandbox::new();
+    let (t, k) = (ghp(), akia());
+    let project = sb.root.join(format!("projects/-tmp-{t}"));
+    let main = project.join(format!("{SID}.jsonl"));
+    sb.write(
+        &main,
+        &crate::common::message_line("user", "u1", None, SID, &format!("key {k}")),
+    );
+    let agent = project.join(format!("{SID}/subagents/agent-{t}.jsonl"));
+    sb.write(
+        &agent,
+        &crate::common::message_line("user", "s1", None, SID, &format!("key {k}")),
+    );
+    let out = sb.run(&["redact", "-i", "--backup"], &[&main]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_no_run_of("redact -i --backup", &out, &t);
+    for args in [
+        &["backups", "list"][..],
+        &["backups", "list", "--json"],
+        &["undo", "--list"],
+        &["undo", "--list", "--json"],
+        &[
+            "backups",
+            "prune",
+            "--older-than",
+            "2999-01-01",
+            "--dry-run",
+        ],
+        &[
+            "backups",
+            "prune",
+            "--older-than",
+            "2999-01-01",
+            "--dry-run",
+            "--json",
+        ],
+    ] {
+        let out = sb.run(args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert_no_run_of(&format!("{args:?}"), &out, &t);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("-tmp-[REDACTED:github-pat]"),
+            "{args:?}: the backup is listed with a placeholder: {text}"
+        );
+    }
+    let out = sb.run(&["undo", "-s", SID, "--force"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_no_run_of("undo", &out, &t);
+}
+
 /// An operations document whose values are tokens — a turn to delete, an operation's type, an
 /// `after`, an inserted record's label — is refused (or applied) by `cchist apply` without its
 /// messages, label mapping or JSON report printing any part of them, as the hook's path does.

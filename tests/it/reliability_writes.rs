@@ -282,27 +282,58 @@ fn a_backup_or_a_suffix_copy_is_not_backed_up_again() {
         .all(|p| p.to_string_lossy().ends_with(".bak2") || *p == main_bak));
 }
 
-// ---- N5: a fork says it copied a binary companion as it was ----
+// ---- N5: a fork copies a binary companion only when it holds no secret ----
 
+/// A fork is meant to be clean: a binary companion (which cchist cannot redact without breaking
+/// it) holding a secret is left out of the fork, and stderr names it, its count and that it was
+/// left out; one with no secret is copied byte for byte, as it is, and said so.
 #[test]
-fn a_fork_says_it_copied_a_binary_companion_as_it_is() {
+fn a_fork_leaves_out_a_binary_companion_that_holds_a_secret() {
     let r = Sandbox::new();
     let t = token();
     let main = r.project().join(format!("{SID}.jsonl"));
     r.gen(&main, 2, &format!("k {t}"));
-    let bin = r.project().join(format!("{SID}/tool-results/b.bin"));
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    let dir = r.project().join(format!("{SID}/tool-results"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (bin, clean) = (dir.join("b.bin"), dir.join("c.bin"));
     std::fs::write(&bin, format!("bin\0 {t}\n")).unwrap();
+    std::fs::write(&clean, "bin\0 nothing here\n").unwrap();
     crate::common::age(&bin, 7200);
+    crate::common::age(&clean, 7200);
     let o = run(r.cc().args(["run", "-p", "scrub", "--fork"]).arg(&main));
     assert!(o.status.success(), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
         e.lines().any(|l| l.contains("b.bin")
-            && l.contains("a binary file (NUL bytes or not UTF-8), left byte for byte")),
+            && l.contains("holds 1 secret(s) cchist cannot redact")
+            && l.contains("left out of the fork")),
+        "{e}"
+    );
+    assert!(
+        e.lines().any(|l| l.contains("c.bin")
+            && l.contains("a binary file (NUL bytes or not UTF-8), left byte for byte")
+            && !l.contains("secret")),
         "{e}"
     );
     assert!(!e.contains(&t) && !String::from_utf8_lossy(&o.stdout).contains(&t));
+    let forks: Vec<PathBuf> = std::fs::read_dir(r.project())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with(SID))
+        .collect();
+    assert_eq!(forks.len(), 1, "{forks:?}");
+    let fork = forks[0].join("tool-results");
+    assert!(
+        !fork.join("b.bin").exists(),
+        "the secret binary is left out"
+    );
+    assert_eq!(
+        std::fs::read(fork.join("c.bin")).unwrap(),
+        std::fs::read(&clean).unwrap()
+    );
+    assert!(holding(&forks[0], &t).is_empty());
+    assert!(bin.is_file(), "the original keeps it");
 }
 
 // ---- N13: a Stop hook takes only a session id that names the transcript ----
