@@ -60,9 +60,9 @@ fn row(s: &mut Session<'_>, t: &Turn, context: Option<u64>, added: Option<i64>) 
         .map(|&i| s.records[i].raw().len() + s.records[i].term.bytes().len())
         .sum();
     let prompt = s.records[t.prompt]
-        .value()
+        .read_value()
         .ok()
-        .map(|v| readable_prompt(&message_text(v)))
+        .map(|v| readable_prompt(&message_text(&v)))
         .unwrap_or_default();
     TurnRow {
         number: t.number,
