@@ -363,8 +363,6 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     // Tag characters (U+E0000–U+E007F): a four-byte prefix.
     b"\xF3\xA0\x80",
     b"\xF3\xA0\x81",
-    // A terminal colour code inside a token.
-    b"\x1b[",
     b"\\u202",
     b"\\u206",
     b"\\u180e",
@@ -403,53 +401,30 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"%2f",
     b"%3D",
     b"%3d",
-    // String literals code concatenates (`"ghp_ab" + "cd…"`, `'a' . 'b'`, `'a' || 'b'`,
-    // Python's `"a" "b"`), raw and inside JSON.
-    b"\" + \"",
-    b"\"+\"",
-    b"\" . \"",
-    b"\".\"",
-    b"\" || \"",
-    b"\"||\"",
-    b"\" \"",
+    // String literals code concatenates (`"ghp_ab" + "cd…"`, `'a' . 'b'`, `'a' || 'b'`), in
+    // their spaced forms: `"` as a JSON string holds it (escaped; a raw `" "` is JSON's own
+    // syntax), `'` as it is. The unspaced forms and backticks are too common in code to walk
+    // every line that holds one; a token start (above) walks those lines anyway.
     b"' + '",
-    b"'+'",
     b"' . '",
-    b"'.'",
     b"' || '",
-    b"'||'",
-    b"' '",
-    b"` + `",
-    b"`+`",
-    b"` . `",
-    b"`.`",
-    b"` || `",
-    b"`||`",
-    b"` `",
     b"\\\" + \\\"",
     b"\\\"+\\\"",
     b"\\\" . \\\"",
-    b"\\\".\\\"",
     b"\\\" || \\\"",
-    b"\\\"||\\\"",
-    b"\\\" \\\"",
 ];
 
 /// Characters that show nothing and break a token apart: zero-width space, non-joiner and
 /// joiner, word joiner, the byte-order mark (zero-width no-break space), the soft hyphen,
 /// direction marks and embeddings, invisible operators, the Mongolian vowel separator, the
-/// combining grapheme joiner, the Hangul filler (and the tag characters, [`is_tag`]).
+/// combining grapheme joiner, the Hangul filler, the emoji variation selector (and the tag
+/// characters, U+E0000–U+E007F).
 pub const INVISIBLE: [char; 25] = [
     '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{AD}', '\u{200E}', '\u{200F}',
     '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2061}', '\u{2062}', '\u{2063}',
     '\u{2064}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{180E}', '\u{034F}', '\u{3164}',
     '\u{FE0F}',
 ];
-
-/// The length of the tag character (U+E0000–U+E007F) `t` starts with, if it does.
-fn is_tag(t: &[u8]) -> Option<usize> {
-    (t.len() >= 4 && t[0] == 0xF3 && t[1] == 0xA0 && (t[2] == 0x80 || t[2] == 0x81)).then_some(4)
-}
 
 /// The length of the terminal control sequence (`ESC [ … letter`) `t` starts with, if it does.
 fn is_ansi(t: &[u8]) -> Option<usize> {
@@ -503,13 +478,13 @@ fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Quoted literals joined where code concatenates them: `"a" + "b"`, `'a' . 'b'` (PHP),
-/// `'a' || 'b'` (SQL), `"a" "b"` (Python, C), with `"`, `'` or a backtick, read `"ab"`, when
+/// `'a' || 'b'` (SQL), with `"`, `'` or a backtick, read `"ab"`, when
 /// the characters on both sides are a token's. None when there is none.
 fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
     let tokenish =
         |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
     // What may stand between two literals (the forms the prefilter anchors on).
-    const JOINS: &[&[u8]] = &[b" + ", b"+", b" . ", b".", b" || ", b"||", b" "];
+    const JOINS: &[&[u8]] = &[b" + ", b"+", b" . ", b".", b" || ", b"||"];
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
     for i in memchr::memchr3_iter(b'"', b'\'', b'`', text) {
@@ -535,22 +510,13 @@ fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
 
 /// `text` without its [`INVISIBLE`] characters; None when it holds none.
 pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
-    let is_invisible = |t: &[u8]| {
-        is_tag(t).or_else(|| is_ansi(t)).or_else(|| {
-            INVISIBLE.iter().find_map(|c| {
-                let mut b = [0u8; 4];
-                let enc = c.encode_utf8(&mut b).as_bytes();
-                t.starts_with(enc).then_some(enc.len())
-            })
-        })
-    };
     let lead = |c: u8| matches!(c, 0x1B | 0xC2 | 0xCD | 0xE1 | 0xE2 | 0xE3 | 0xEF | 0xF3);
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
     let mut p = 0;
     while let Some(off) = text[p..].iter().position(|&c| lead(c)) {
         p += off;
-        match is_invisible(&text[p..]) {
+        match invisible_len(&text[p..]) {
             Some(n) => {
                 let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
                 o.extend_from_slice(&text[at..p]);
@@ -563,6 +529,32 @@ pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
     let mut o = out?;
     o.extend_from_slice(&text[at..]);
     Some(o)
+}
+
+/// The length of the invisible character ([`INVISIBLE`], a tag character, a terminal control
+/// sequence) `t` starts with, if it does: the character decoded once, not compared with each.
+fn invisible_len(t: &[u8]) -> Option<usize> {
+    if t.first() == Some(&0x1B) {
+        return is_ansi(t);
+    }
+    let (cp, n) = match *t {
+        [b0 @ 0xC2..=0xDF, b1, ..] => ((u32::from(b0 & 0x1F) << 6) | u32::from(b1 & 0x3F), 2),
+        [b0 @ 0xE0..=0xEF, b1, b2, ..] => (
+            (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F),
+            3,
+        ),
+        [b0 @ 0xF0..=0xF4, b1, b2, b3, ..] => (
+            (u32::from(b0 & 0x07) << 18)
+                | (u32::from(b1 & 0x3F) << 12)
+                | (u32::from(b2 & 0x3F) << 6)
+                | u32::from(b3 & 0x3F),
+            4,
+        ),
+        _ => return None,
+    };
+    let invisible = (0xE0000..=0xE007F).contains(&cp)
+        || char::from_u32(cp).is_some_and(|c| INVISIBLE.contains(&c));
+    invisible.then_some(n)
 }
 
 /// Hit marker of an escape anchor.

@@ -824,50 +824,6 @@ const SPLIT_RULES: &[&str] = &[
     "flyio-access-token",
 ];
 
-/// Whether the last bytes of a string hold the start of a token ([`SPLIT_RULES`]' prefixes):
-/// a token cut short gives the prefilter no keyword (its checks want the whole body).
-fn token_prefix_near_end(raw: &[u8]) -> bool {
-    static PREFIXES: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
-    let ac = PREFIXES.get_or_init(|| {
-        aho_corasick::AhoCorasick::new([
-            "ghp_",
-            "gho_",
-            "ghu_",
-            "ghs_",
-            "ghr_",
-            "github_pat_",
-            "glpat-",
-            "sk-",
-            "AKIA",
-            "ASIA",
-            "xoxb-",
-            "xoxp-",
-            "xapp-",
-            "sk_live_",
-            "rk_live_",
-            "AIza",
-            "npm_",
-            "pypi-",
-            "SG.",
-            "dop_v1_",
-            "dapi",
-            "shpat_",
-            "shpss_",
-            "lin_api_",
-            "dckr_pat_",
-            "fo1_",
-            "hf_",
-            "r8_",
-            "gsk_",
-            "xai-",
-            "pplx-",
-        ])
-        .expect("literal prefixes build")
-    });
-    let from = raw.len().saturating_sub(2 * SPLIT_WINDOW);
-    ac.is_match(&raw[from..])
-}
-
 /// A value string that may hold part of a split secret.
 pub(super) struct SplitPart {
     start: usize,
@@ -893,7 +849,8 @@ fn split_pair(
 ) {
     let lo = raw_hits.partition_point(|h| h.pos + SPLIT_WINDOW < tok.end);
     // A string an escape may hide a keyword in counts as one with a keyword (the prefilter
-    // could not see it).
+    // could not see it); so does one holding the start of a token cut short (an escape anchor
+    // too: the rule's own keyword wants the whole body).
     let hidden = tok.flags & (esc::U | esc::SLASH) != 0 || {
         let i = esc_pos.partition_point(|&p| p < tok.start);
         esc_pos.get(i).is_some_and(|&p| p < tok.end)
@@ -908,8 +865,7 @@ fn split_pair(
         && (hidden
             || raw_hits
                 .get(lo)
-                .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start)
-            || token_prefix_near_end(&line[tok.start..tok.end]));
+                .is_some_and(|h| h.pos < tok.end && h.pos >= tok.start));
     let part = |tok: &Tok| SplitPart {
         start: tok.start,
         end: tok.end,
