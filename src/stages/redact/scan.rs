@@ -335,6 +335,18 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\u00",
     b":\\/",
     b":/\\/",
+    // The starts of tokens, cut short (the rule's checks want the whole body): a line holding
+    // one is walked so that a token split between two strings is found.
+    b"ghp_",
+    b"gho_",
+    b"ghs_",
+    b"github_pat_",
+    b"glpat-",
+    b"sk-ant-",
+    b"xoxb-",
+    b"xoxp-",
+    b"sk_live_",
+    b"AKIA",
     "\u{200B}".as_bytes(),
     "\u{200C}".as_bytes(),
     "\u{200D}".as_bytes(),
@@ -378,18 +390,6 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\u2060",
     b"\\ufeff",
     b"\\uFEFF",
-    // The starts of tokens, cut short (the rule's checks want the whole body): a line holding
-    // one is walked so that a token split between two strings is found.
-    b"ghp_",
-    b"gho_",
-    b"ghs_",
-    b"github_pat_",
-    b"glpat-",
-    b"sk-ant-",
-    b"xoxb-",
-    b"xoxp-",
-    b"sk_live_",
-    b"AKIA",
     // Percent-encoded characters of tokens (`ghp%5F…`, `sk%2Dant…`, base64's `+ / =`).
     b"%5F",
     b"%5f",
@@ -412,6 +412,11 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\\"+\\\"",
     b"\\\" . \\\"",
     b"\\\" || \\\"",
+    // Escaped forms the `\\u00` anchor also finds, that make a string read otherwise.
+    b"\\u00ad",
+    b"\\u00AD",
+    b"\\u001b[",
+    b"\\u001B[",
 ];
 
 /// Characters that show nothing and break a token apart: zero-width space, non-joiner and
@@ -555,6 +560,25 @@ fn invisible_len(t: &[u8]) -> Option<usize> {
     let invisible = (0xE0000..=0xE007F).contains(&cp)
         || char::from_u32(cp).is_some_and(|c| INVISIBLE.contains(&c));
     invisible.then_some(n)
+}
+
+/// [`ESCAPE_ANCHORS`] from here on make a string read otherwise ([`visible_form`]); those
+/// before are escapes that may hide a keyword, and the starts of tokens.
+const VISIBLE_FROM: usize = 13;
+
+/// Whether `t` starts with an anchor that makes a string read otherwise than it is written
+/// (an invisible character, a percent-encoded one, concatenated literals): only a string
+/// holding one is searched in its [`visible_form`].
+pub fn visible_trigger(t: &[u8]) -> bool {
+    ESCAPE_ANCHORS[VISIBLE_FROM..]
+        .iter()
+        .any(|a| t.starts_with(a))
+}
+
+#[test]
+fn the_visible_anchors_follow_the_token_starts() {
+    assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM - 1], b"AKIA");
+    assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM], "\u{200B}".as_bytes());
 }
 
 /// Hit marker of an escape anchor.

@@ -59,6 +59,11 @@ impl Redactor {
             memo_budget: line.len(),
             ..LineState::default()
         };
+        st.visible = esc_pos
+            .iter()
+            .copied()
+            .filter(|&p| scan::visible_trigger(&line[p..]))
+            .collect();
         let walked = json::walk_until(line, stop, |tok, frames| {
             if !st.ok {
                 return;
@@ -425,11 +430,15 @@ impl Redactor {
         let mut cur = text;
         // A token broken by invisible characters, percent-encoded or cut into concatenated
         // literals is searched as it reads; the string is written in that form only when a
-        // secret was found in it (else nothing is edited). Each of those leaves an escape
-        // anchor in the raw line (or a `\u` escape in the string), so other strings skip this.
+        // secret was found in it (else nothing is edited). Each of those leaves an anchor in
+        // the raw line ([`scan::visible_trigger`]), so other strings skip this.
         // Only when that form shows more secrets than the string as written: a string whose
         // only secret is an ordinary token keeps its other literals, encodings and joiners.
-        if let Some(visible) = (full || hidden)
+        let reads_otherwise = {
+            let i = st.visible.partition_point(|&p| p < s);
+            st.visible.get(i).is_some_and(|&p| p < e)
+        };
+        if let Some(visible) = (full || reads_otherwise)
             .then(|| scan::visible_form(&cur))
             .flatten()
             .filter(|v| self.found_count(v, full) > self.found_count(&cur, full))
@@ -931,6 +940,9 @@ pub(super) fn decoded(raw: &[u8], flags: u8) -> Option<std::borrow::Cow<'_, [u8]
 
 pub(super) struct LineState {
     pub(super) edits: Vec<(usize, usize, Vec<u8>)>,
+    /// Where the raw line holds an anchor of a string that reads otherwise than it is written
+    /// ([`scan::visible_trigger`]), sorted.
+    pub(super) visible: Vec<usize>,
     /// The last value string seen, when a keyword sits within [`SPLIT_WINDOW`] of its end.
     pub(super) split_prev: Option<SplitPart>,
     /// Consecutive value strings whose boundary may split a secret ([`split_pair`]).
@@ -961,6 +973,7 @@ impl Default for LineState {
     fn default() -> Self {
         LineState {
             edits: Vec::new(),
+            visible: Vec::new(),
             split_prev: None,
             split_pairs: Vec::new(),
             keys: Default::default(),
