@@ -410,3 +410,25 @@ pub fn message_value(
         },
     })
 }
+
+/// `cchist check --json FILE`, which must find something (exit 1): the line of each finding.
+pub fn check_finding_lines(file: &Path) -> Vec<u64> {
+    let check = cchist()
+        .args(["check", "--json"])
+        .arg(file)
+        .output()
+        .expect("run cchist");
+    assert_eq!(
+        check.status.code(),
+        Some(1),
+        "check finds something in {}",
+        file.display()
+    );
+    let report: serde_json::Value = serde_json::from_slice(&check.stdout).expect("a JSON report");
+    report["files"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["line"].as_u64().expect("a line"))
+        .collect()
+}

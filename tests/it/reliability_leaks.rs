@@ -790,19 +790,7 @@ fn tokens_broken_by_invisible_characters_are_found_and_redacted() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.jsonl");
     std::fs::write(&file, &text).unwrap();
-    let check = cchist()
-        .args(["check", "--json"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(check.status.code(), Some(1), "check finds them");
-    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
-    let found: Vec<u64> = report["files"][0]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["line"].as_u64().unwrap())
-        .collect();
+    let found = crate::common::check_finding_lines(&file);
     for line in 1..=4 {
         assert!(
             found.contains(&line),
@@ -853,19 +841,7 @@ fn a_secret_split_between_two_strings_of_a_record_is_redacted_in_both() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.jsonl");
     std::fs::write(&file, &text).unwrap();
-    let check = cchist()
-        .args(["check", "--json"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(check.status.code(), Some(1), "check finds them");
-    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
-    let found: Vec<u64> = report["files"][0]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["line"].as_u64().unwrap())
-        .collect();
+    let found = crate::common::check_finding_lines(&file);
     assert!(found.contains(&1) && found.contains(&2), "{found:?}");
     assert!(!found.contains(&3), "{found:?}");
     let out = cchist().arg("redact").arg(&file).output().unwrap();

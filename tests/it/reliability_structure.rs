@@ -247,19 +247,7 @@ fn percent_encoded_and_concatenated_tokens_are_found_and_redacted() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.jsonl");
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    let check = cchist()
-        .args(["check", "--json"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(check.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
-    let found: Vec<u64> = report["files"][0]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["line"].as_u64().unwrap())
-        .collect();
+    let found = crate::common::check_finding_lines(&file);
     for line in 1..=3 {
         assert!(
             found.contains(&line),
