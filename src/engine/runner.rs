@@ -172,7 +172,7 @@ fn seeds(
     seeds
 }
 
-/// The error of an input whose run panicked ([`contained`]).
+/// The error of an input whose run panicked: one file that trips a bug is a reported failure.
 pub const INTERNAL_ERROR: &str =
     "cchist failed on this file (an internal error; the file was left as it was): please report it with the message printed above";
 
