@@ -353,28 +353,6 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     "\u{2060}".as_bytes(),
     "\u{FEFF}".as_bytes(),
     "\u{AD}".as_bytes(),
-    "\u{200E}".as_bytes(),
-    "\u{200F}".as_bytes(),
-    "\u{202A}".as_bytes(),
-    "\u{202B}".as_bytes(),
-    "\u{202C}".as_bytes(),
-    "\u{202D}".as_bytes(),
-    "\u{202E}".as_bytes(),
-    "\u{2061}".as_bytes(),
-    "\u{2062}".as_bytes(),
-    "\u{2063}".as_bytes(),
-    "\u{2064}".as_bytes(),
-    "\u{2066}".as_bytes(),
-    "\u{2067}".as_bytes(),
-    "\u{2068}".as_bytes(),
-    "\u{2069}".as_bytes(),
-    "\u{180E}".as_bytes(),
-    "\u{034F}".as_bytes(),
-    "\u{3164}".as_bytes(),
-    "\u{FE0F}".as_bytes(),
-    // Tag characters (U+E0000–U+E007F): a four-byte prefix.
-    b"\xF3\xA0\x80",
-    b"\xF3\xA0\x81",
     b"\\u202",
     b"\\u206",
     b"\\u180e",
@@ -441,6 +419,16 @@ fn is_ansi(t: &[u8]) -> Option<usize> {
         .take(16)
         .position(|c| !(c.is_ascii_digit() || *c == b';'))?;
     t[2 + n].is_ascii_alphabetic().then_some(3 + n)
+}
+
+/// Whether `text` holds a byte an invisible character starts with (other than those with an
+/// anchor of their own: a multi-byte anchor for each would hand the prefilter many false
+/// candidates, `…` and `•` among them). A string in which a keyword was found is searched in
+/// its reader form when it does.
+pub fn may_hide(text: &[u8]) -> bool {
+    memchr::memchr3(0xE1, 0xE2, 0xE3, text).is_some()
+        || memchr::memchr3(0xCD, 0xEF, 0xF3, text).is_some()
+        || memchr::memchr(0x1B, text).is_some()
 }
 
 /// `text` as a reader sees it, when that differs: invisible characters removed
@@ -567,8 +555,8 @@ fn invisible_len(t: &[u8]) -> Option<usize> {
 const VISIBLE_FROM: usize = 13;
 
 /// Whether `t` starts with an anchor that makes a string read otherwise than it is written
-/// (an invisible character, a percent-encoded one, concatenated literals): only a string
-/// holding one is searched in its [`visible_form`].
+/// (an invisible character, a percent-encoded one, concatenated literals): a string holding
+/// one is searched in its [`visible_form`] (as is a string with a keyword that [`may_hide`]).
 pub fn visible_trigger(t: &[u8]) -> bool {
     ESCAPE_ANCHORS[VISIBLE_FROM..]
         .iter()

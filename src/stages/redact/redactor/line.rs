@@ -437,7 +437,7 @@ impl Redactor {
         let reads_otherwise = {
             let i = st.visible.partition_point(|&p| p < s);
             st.visible.get(i).is_some_and(|&p| p < e)
-        };
+        } || ((hidden || !val_hits.is_empty()) && scan::may_hide(&cur));
         if let Some(visible) = (full || reads_otherwise)
             .then(|| scan::visible_form(&cur))
             .flatten()
