@@ -145,3 +145,12 @@ fn the_last_secret_word_of_a_name_decides() {
         assert!(!secret_name(no.as_bytes()), "{no}");
     }
 }
+
+/// A mask of x's is one case; mixed-case x's in a random token are chance, not a mask.
+#[test]
+fn only_a_same_case_run_of_x_is_a_mask() {
+    use super::placeholder;
+    assert!(placeholder(b"sk-...xxxx"));
+    assert!(placeholder(b"A3-XXXXXX-XXXXXX"));
+    assert!(!placeholder(b"Qw7rT9xXxXk2Lm8Zp4Vb6Nc1"));
+}
