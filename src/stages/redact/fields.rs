@@ -2,7 +2,7 @@
 //! valid. A secret inside an id field is replaced by a derived id of the same kind (distinct ids
 //! stay distinct, references still meet), and a known secret's echo never rewrites a field whose
 //! value is Claude Code's own vocabulary (`"type": "assistant"`, `"role"`, `"model"`): a `.env`
-//! the session read with `SECRET_ROLE=assistant` must not turn every assistant record into a
+//! the session read with `SECRET_ROLE` set to `assistant` must not turn every assistant record into a
 //! placeholder (issue #25, adversarial pass).
 
 use super::json::Seg;

@@ -799,7 +799,7 @@ impl Echoes {
             };
             let mut found = self.find(text);
             // A key is a name: only a value random enough to be a secret wherever it stands
-            // is replaced there. A word a `.env` declared (`SECRET_KEY=parentUuid`) must not
+            // is replaced there. A word a `.env` declared (`SECRET_KEY` set to `parentUuid`) must not
             // rename every record's `parentUuid` (issue #25, adversarial pass).
             if tok.is_key {
                 found.retain(|&(_, _, i)| self.anywhere(i));
