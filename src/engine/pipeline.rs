@@ -368,11 +368,35 @@ impl Pipeline {
         for (bytes, _) in pieces {
             // The start of the run of lines written as they are.
             let mut pending = 0usize;
-            let mut at = 0usize;
-            for l in framing::lines(bytes, line_no + 1) {
-                let start = at;
-                at += l.body.len() + l.term.bytes().len();
-                line_no = l.number;
+            // Only the lines where the matcher (one search of the piece) sees a value or an
+            // escape are looked at; `bytes[..counted]` is numbered into `line_no`.
+            let positions = echoes.positions(bytes);
+            let mut counted = 0usize;
+            let mut next = 0usize;
+            while next < positions.len() {
+                let p = positions[next];
+                let start = memchr::memrchr(b'\n', &bytes[..p]).map_or(0, |n| n + 1);
+                let nl = memchr::memchr(b'\n', &bytes[p..]).map(|n| p + n);
+                let at = nl.map_or(bytes.len(), |n| n + 1);
+                next += positions[next..].partition_point(|&q| q < at);
+                if start < counted {
+                    // A position at a line's start already handled (from a value's match).
+                    continue;
+                }
+                line_no += memchr::memchr_iter(b'\n', &bytes[counted..start]).count();
+                counted = start;
+                let (body, term) = match nl {
+                    Some(n) if n > start && bytes[n - 1] == b'\r' => {
+                        (&bytes[start..n - 1], framing::Term::CrLf)
+                    }
+                    Some(n) => (&bytes[start..n], framing::Term::Lf),
+                    None => (&bytes[start..], framing::Term::None),
+                };
+                let l = framing::Line {
+                    body,
+                    term,
+                    number: line_no + 1,
+                };
                 let Some(el) = echoes.line(l.body) else {
                     continue;
                 };
@@ -429,6 +453,11 @@ impl Pipeline {
                 }
                 delta += out.len() as i64 - (at - start) as i64;
                 sink.put_span(&out).map_err(io)?;
+            }
+            // The piece's lines after the last one looked at (its last line may be unended).
+            line_no += memchr::memchr_iter(b'\n', &bytes[counted..]).count();
+            if bytes.last().is_some_and(|&b| b != b'\n') {
+                line_no += 1;
             }
             sink.put_span(&bytes[pending..]).map_err(io)?;
         }

@@ -877,3 +877,49 @@ mod base64_like {
         out
     }
 }
+
+/// Issue #25, item 12: a terminal colour code inside a token (`ghp_…\u001b[0m…`, as tool
+/// output writes it) hides it from the rules; the token is found as it reads. Colour codes
+/// around words — most tool output — leave a string as it was, byte for byte.
+#[test]
+fn tokens_broken_by_colour_codes_are_redacted_and_coloured_words_kept() {
+    let token = github_token(500);
+    let esc = '\u{1b}';
+    let broken = format!("{}{esc}[0m{}", &token[..12], &token[12..]);
+    let quoted = format!("TOKEN=\"{esc}[1m{}{esc}[22m{}\"", &token[..8], &token[8..]);
+    let lines = [
+        serde_json::json!({"type": "user", "uuid": "u0", "parentUuid": null, "message":
+            {"role": "user", "content": format!("out: {broken}")}})
+        .to_string(),
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": "u0", "message":
+            {"role": "user", "content": quoted}})
+        .to_string(),
+        serde_json::json!({"type": "user", "uuid": "u2", "parentUuid": "u1", "message":
+            {"role": "user", "content": format!("{esc}[31merror{esc}[0m\n{esc}[1mtoken{esc}[0m expired")}})
+        .to_string(),
+    ];
+    let text = lines.join("\n") + "\n";
+    assert!(
+        text.contains("\\u001b[0m"),
+        "written escaped, as JSON writes it"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let out = cchist().arg("redact").arg(&file).output().unwrap();
+    assert!(out.status.success());
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !out.contains(&token[12..]),
+        "the token's body survives:\n{out}"
+    );
+    assert!(
+        !out.contains(&token[8..]),
+        "the token's body survives:\n{out}"
+    );
+    assert_eq!(
+        out.lines().nth(2),
+        Some(lines[2].as_str()),
+        "kept byte for byte"
+    );
+}

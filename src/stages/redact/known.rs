@@ -224,11 +224,13 @@ struct EchoesBuilder {
     secrets: Vec<Arc<KnownSecret>>,
     reach: Vec<Reach>,
     seen: foldhash::HashSet<Vec<u8>>,
+    controls: bool,
 }
 
 impl EchoesBuilder {
     fn add(&mut self, v: &[u8], s: &Arc<KnownSecret>) {
         let Some(r) = reach(v) else { return };
+        self.controls |= has_control(v);
         let idx = self.secrets.len();
         self.secrets.push(s.clone());
         self.reach.push(r);
@@ -248,7 +250,22 @@ impl EchoesBuilder {
         e.meta = self.meta;
         e.secrets = self.secrets;
         e.reach = self.reach;
+        e.controls = self.controls;
         Some(e)
+    }
+}
+
+/// Whether `v` holds a control character (JSON writes one as `\u00XX`).
+fn has_control(v: &[u8]) -> bool {
+    v.iter().any(|&b| b < 0x20 || b == 0x7F)
+}
+
+/// Whether the `\u` escape at the start of `t` stands for a control character.
+fn escapes_control(t: &[u8]) -> bool {
+    match t.get(2..6) {
+        Some([b'0', b'0', h, l]) => matches!(h, b'0' | b'1') && l.is_ascii_hexdigit(),
+        Some(x) => x.eq_ignore_ascii_case(b"007f"),
+        None => false,
     }
 }
 
@@ -636,6 +653,9 @@ pub struct Echoes {
     /// The escapes that can break a value's raw bytes apart in a JSON line.
     escape_u: memmem::Finder<'static>,
     escape_slash: memmem::Finder<'static>,
+    /// Some value holds a control character: only then can an escaped one (`\u001b`, the
+    /// colour codes of tool output) break a value apart.
+    controls: bool,
 }
 
 impl Echoes {
@@ -673,6 +693,7 @@ impl Echoes {
             reach: Vec::new(),
             escape_u: memmem::Finder::new(b"\\u").into_owned(),
             escape_slash: memmem::Finder::new(b"\\/").into_owned(),
+            controls: false,
         }
     }
 
@@ -682,6 +703,7 @@ impl Echoes {
             return;
         };
         let Some(r) = reach(v) else { return };
+        self.controls |= has_control(v);
         // A value known before with another replacement keeps its index.
         if let Some(id) = a.id_of(v) {
             let idx = self.meta[id].0;
@@ -755,6 +777,29 @@ impl Echoes {
         Some((self.replace(text, &found), echoes))
     }
 
+    /// Where in `text` (lines of a file) [`Echoes::line`] may find something: each position
+    /// where a value's raw form or an escape that can break one apart starts, and the start
+    /// of every line a value's match runs into. Sorted. A line holding none of them is
+    /// left as it is by [`Echoes::line`], so a file is searched once rather than line by line.
+    pub fn positions(&self, text: &[u8]) -> Vec<usize> {
+        let mut at: Vec<usize> = Vec::new();
+        self.matcher.for_each(text, |start, end, _| {
+            at.push(start);
+            // A value with a raw newline (a key block in a text file) must not hide what the
+            // lines it covers hold on their own.
+            at.extend(memchr::memchr_iter(b'\n', &text[start..end]).map(|n| start + n + 1));
+        });
+        at.extend(
+            self.escape_u
+                .find_iter(text)
+                .filter(|&p| self.controls || !escapes_control(&text[p..])),
+        );
+        at.extend(self.escape_slash.find_iter(text));
+        at.sort_unstable();
+        at.dedup();
+        at
+    }
+
     /// Replace the known secrets in one line: in every string (key or value) of a JSON line,
     /// decoded, and one level down in stringified JSON; a line that is not JSON as text.
     /// None when nothing was replaced.
@@ -765,7 +810,11 @@ impl Echoes {
         let mut values: Vec<usize> = Vec::new();
         self.matcher
             .for_each(line, |start, _, _| values.push(start));
-        let mut escapes: Vec<usize> = self.escape_u.find_iter(line).collect();
+        let mut escapes: Vec<usize> = self
+            .escape_u
+            .find_iter(line)
+            .filter(|&p| self.controls || !escapes_control(&line[p..]))
+            .collect();
         let unicode = escapes.len();
         escapes.extend(self.escape_slash.find_iter(line));
         if unicode > 0 && escapes.len() > unicode {

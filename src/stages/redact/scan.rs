@@ -507,7 +507,7 @@ pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
     let mut at = 0;
     let mut p = 0;
-    while let Some(off) = text[p..].iter().position(|&c| lead(c)) {
+    while let Some(off) = next_lead(&text[p..], lead) {
         p += off;
         match invisible_len(&text[p..]) {
             Some(n) => {
@@ -522,6 +522,29 @@ pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
     let mut o = out?;
     o.extend_from_slice(&text[at..]);
     Some(o)
+}
+
+/// The first position in `t` whose byte is `lead`: 16 bytes at a time skip what is plain
+/// ASCII without an escape byte (most of a transcript), which the compiler does in SIMD.
+#[inline]
+fn next_lead(t: &[u8], lead: impl Fn(u8) -> bool) -> Option<usize> {
+    let mut chunks = t.chunks_exact(16);
+    let mut at = 0;
+    for c in chunks.by_ref() {
+        if c.iter()
+            .fold(false, |acc, &b| acc | (b >= 0xC2) | (b == 0x1B))
+        {
+            if let Some(i) = c.iter().position(|&b| lead(b)) {
+                return Some(at + i);
+            }
+        }
+        at += 16;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| lead(b))
+        .map(|i| at + i)
 }
 
 /// The length of the invisible character ([`INVISIBLE`], a tag character, a terminal control
@@ -557,10 +580,43 @@ const VISIBLE_FROM: usize = 13;
 /// Whether `t` starts with an anchor that makes a string read otherwise than it is written
 /// (an invisible character, a percent-encoded one, concatenated literals): a string holding
 /// one is searched in its [`visible_form`] (as is a string with a keyword that [`may_hide`]).
-pub fn visible_trigger(t: &[u8]) -> bool {
+pub fn visible_trigger(line: &[u8], p: usize) -> bool {
+    let t = &line[p..];
+    if t.starts_with(b"\\u001b[") || t.starts_with(b"\\u001B[") {
+        return ansi_inside_token(line, p);
+    }
     ESCAPE_ANCHORS[VISIBLE_FROM..]
         .iter()
         .any(|a| t.starts_with(a))
+}
+
+/// Whether the escaped terminal control sequence at `p` (`\u001b[…m`) sits inside a token or
+/// right after a value's start: a token character (or `=`, `:`, a quote) before it, a token
+/// character after it. Colour codes around words (`\u001b[31merror\u001b[0m\n`, a line
+/// starting with one) leave the text as it reads, and tool output is full of them: a string
+/// is searched again in its reader form only where a code can break a secret apart.
+fn ansi_inside_token(line: &[u8], p: usize) -> bool {
+    let tokenish =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
+    let before = match p.checked_sub(1).map(|i| line[i]) {
+        // An escape before it (`\n`, `\t`, `\"`): a new line or a quote starts there.
+        Some(c) if p >= 2 && line[p - 2] == b'\\' => c == b'"' || c == b'\'',
+        Some(c) => tokenish(c) || matches!(c, b':' | b'"' | b'\''),
+        None => false,
+    };
+    if !before {
+        return false;
+    }
+    // `\u001b[` (7 bytes), parameters, the final letter, then what follows.
+    let rest = &line[p + 7..];
+    let n = rest
+        .iter()
+        .take(16)
+        .position(|c| !(c.is_ascii_digit() || *c == b';'));
+    match n {
+        Some(n) if rest[n].is_ascii_alphabetic() => rest.get(n + 1).is_some_and(|&c| tokenish(c)),
+        _ => false,
+    }
 }
 
 #[test]
@@ -612,14 +668,24 @@ impl Engine {
             }
         }
         for (i, esc) in ESCAPE_ANCHORS.iter().enumerate() {
-            anchors.push(esc.iter().map(|&b| fold(b)).collect());
-            uses.push(vec![Use {
+            let use_ = Use {
                 kw: ESCAPE,
                 off: i as u32,
                 prev: 0,
                 next: 0,
                 whole: false,
-            }]);
+            };
+            // An escape that starts with an anchor already there (`\\u00ad` with `\\u00`, the
+            // other case of a hex digit, `sk-ant-` with `sk-`) is checked where that anchor is
+            // found: every anchor costs the one pass a share, and crowds a bucket.
+            let folded: Vec<u8> = esc.iter().map(|&b| fold(b)).collect();
+            match anchors.iter().position(|a| folded.starts_with(a)) {
+                Some(a) => uses[a].push(use_),
+                None => {
+                    anchors.push(folded);
+                    uses.push(vec![use_]);
+                }
+            }
         }
         let mut order: Vec<usize> = (0..kws.len()).collect();
         order.sort_by_key(|&i| (kws[i].bytes.len(), kws[i].bytes.to_ascii_lowercase()));

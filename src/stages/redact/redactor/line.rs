@@ -62,7 +62,7 @@ impl Redactor {
         st.visible = esc_pos
             .iter()
             .copied()
-            .filter(|&p| scan::visible_trigger(&line[p..]))
+            .filter(|&p| scan::visible_trigger(line, p))
             .collect();
         let walked = json::walk_until(line, stop, |tok, frames| {
             if !st.ok {
@@ -112,6 +112,19 @@ impl Redactor {
             blocks: st.blocks,
             secrets: st.secrets,
         }
+    }
+
+    /// Whether the rules find more secrets in `visible` (a string's reader form) than in `cur`
+    /// (the string): a reader form without a keyword shows none, and costs no second search.
+    fn shows_more(&self, visible: &[u8], cur: &[u8], full: bool) -> bool {
+        if !full {
+            let mut hits = Vec::new();
+            self.engine.hits(visible, false, &mut hits);
+            if hits.is_empty() {
+                return false;
+            }
+        }
+        self.found_count(visible, full) > self.found_count(cur, full)
     }
 
     /// How many secrets the rules find in `text` (no field rules, no rounds).
@@ -441,7 +454,7 @@ impl Redactor {
         if let Some(visible) = (full || reads_otherwise)
             .then(|| scan::visible_form(&cur))
             .flatten()
-            .filter(|v| self.found_count(v, full) > self.found_count(&cur, full))
+            .filter(|v| self.shows_more(v, &cur, full))
         {
             cur = std::borrow::Cow::Owned(visible);
             reps = None;
@@ -924,6 +937,8 @@ pub(super) fn st_escapes(hits: &[Hit], out: &mut Vec<usize>) {
             .map(|h| h.pos),
     );
     out.sort_unstable();
+    // Escapes found by one anchor and checked for several forms are reported once per form.
+    out.dedup();
 }
 
 /// Rounds of search-and-replace on one string before giving up on a fixpoint.

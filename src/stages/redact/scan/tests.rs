@@ -9,6 +9,9 @@ fn conf(c: Confirm, t: &[u8], after: &str, raw: bool) -> bool {
 #[test]
 #[ignore = "slow: every line of tests/corpus through the scalar model (2 min in debug)"]
 fn slow_prefilter_candidates_stay_few_on_transcripts() {
+    // With nibble masks, 23 193 candidates for 6 062 occurrences in 3.6 MB (placed by the
+    // byte-table model, about three times as many).
+    const NIBBLE_BOUND: usize = 5;
     // Which anchors share a bucket decides how many positions the one-pass filter hands
     // on: placed in sorted order, `sig=`, `whse` and `xai-` shared one and every `sage` of
     // `message` was a candidate. Count on the repository's transcripts.
@@ -22,7 +25,7 @@ fn slow_prefilter_candidates_stay_few_on_transcripts() {
             self.0 += 1;
         }
     }
-    let (mut cands, mut real, mut bytes) = (0, 0, 0);
+    let (mut cands, mut real, mut bytes, mut nibble_cands) = (0, 0, 0, 0);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
     let mut stack = vec![root];
     while let Some(d) = stack.pop() {
@@ -34,13 +37,16 @@ fn slow_prefilter_candidates_stay_few_on_transcripts() {
                 let data = std::fs::read(&p).unwrap();
                 for line in data.split(|&b| b == b'\n') {
                     let exact = td.count_exact(line);
+                    // What this CPU's path reports: with the byte tables, the scalar model; with
+                    // AVX2, nibble masks, which also accept the cross product of a bucket's
+                    // nibbles (placed for that: 1.45 M candidates in 60 MB before, 0.46 M after).
+                    let mut simd = Count(0);
+                    td.scan(line, &mut simd);
                     if td.vbmi {
-                        // The scalar model is what the SIMD path reports.
-                        let mut simd = Count(0);
-                        td.scan(line, &mut simd);
                         assert_eq!(simd.0, exact);
                     }
                     cands += exact;
+                    nibble_cands += simd.0;
                     real += e
                         .anchors
                         .iter()
@@ -53,9 +59,15 @@ fn slow_prefilter_candidates_stay_few_on_transcripts() {
     }
     // 8 884 candidates for 5 178 occurrences in 3.6 MB (17 361 placed in sorted order).
     assert!(bytes > 1 << 20, "the corpus is there");
+    // The anchors are placed for this CPU's path: the bound is that path's.
+    let (path, cands, bound) = if td.vbmi {
+        ("byte tables", cands, 2)
+    } else {
+        ("nibble masks", nibble_cands, NIBBLE_BOUND)
+    };
     assert!(
-        cands <= 2 * real,
-        "{cands} candidates for {real} occurrences in {bytes} bytes"
+        cands <= bound * real,
+        "{path}: {cands} candidates for {real} occurrences in {bytes} bytes"
     );
 }
 
