@@ -175,6 +175,18 @@ const CHUNK: usize = 1 << 20;
 /// very last batch, which may end with an unterminated line. Memory stays at about one chunk plus
 /// the longest line.
 pub fn stream_chunks(
+    reader: impl Read,
+    origin: &Origin,
+    sink: impl FnMut(&[u8], usize) -> Result<()>,
+) -> Result<()> {
+    stream_chunks_after(Vec::new(), reader, origin, sink)
+}
+
+/// [`stream_chunks`] of `head` (bytes read from the stream already), then the rest of
+/// `reader`. `head` becomes the buffer: a stream read ahead to see whether it fits a bound is
+/// not held twice (a 100 MB line on a pipe kept its first 64 MiB in both).
+pub fn stream_chunks_after(
+    head: Vec<u8>,
     mut reader: impl Read,
     origin: &Origin,
     mut sink: impl FnMut(&[u8], usize) -> Result<()>,
@@ -182,9 +194,35 @@ pub fn stream_chunks(
     // `buf[..filled]` holds bytes not yet handed to `sink`; the rest of `buf` is initialized
     // free space, zeroed once when the buffer grows. (Zeroing the free space before every read
     // made a long line arriving in 64 KiB pipe reads quadratic: a 200 MB line took minutes.)
-    let mut buf: Vec<u8> = vec![0; CHUNK];
-    let mut filled = 0usize;
+    let mut filled = head.len();
+    let mut buf = head;
+    let cap = buf.capacity().max(CHUNK);
+    buf.resize(cap, 0);
     let mut line_no = 1usize;
+    // Emit everything up to the last newline of `buf[..filled]`; the bytes before `start`
+    // hold none (they are what followed the last newline of an earlier batch).
+    fn emit(
+        buf: &mut Vec<u8>,
+        filled: &mut usize,
+        start: usize,
+        line_no: &mut usize,
+        sink: &mut impl FnMut(&[u8], usize) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(pos) = memchr::memrchr(b'\n', &buf[start..*filled]) {
+            let end = start + pos + 1;
+            sink(&buf[..end], *line_no)?;
+            *line_no += memchr::memchr_iter(b'\n', &buf[..end]).count();
+            buf.copy_within(end..*filled, 0);
+            *filled -= end;
+            // Give back the memory a long line needed.
+            if buf.len() > 4 * CHUNK && *filled < CHUNK {
+                buf.truncate(2 * CHUNK);
+                buf.shrink_to_fit();
+            }
+        }
+        Ok(())
+    }
+    emit(&mut buf, &mut filled, 0, &mut line_no, &mut sink)?;
     loop {
         if buf.len() - filled < CHUNK / 2 {
             let len = (buf.len() * 2).max(filled + CHUNK);
@@ -205,20 +243,7 @@ pub fn stream_chunks(
             }
             return Ok(());
         }
-        // Emit everything up to the last newline. The bytes before `start` hold none (they
-        // are what followed the last newline of an earlier batch).
-        if let Some(pos) = memchr::memrchr(b'\n', &buf[start..filled]) {
-            let end = start + pos + 1;
-            sink(&buf[..end], line_no)?;
-            line_no += memchr::memchr_iter(b'\n', &buf[..end]).count();
-            buf.copy_within(end..filled, 0);
-            filled -= end;
-            // Give back the memory a long line needed.
-            if buf.len() > 4 * CHUNK && filled < CHUNK {
-                buf.truncate(2 * CHUNK);
-                buf.shrink_to_fit();
-            }
-        }
+        emit(&mut buf, &mut filled, start, &mut line_no, &mut sink)?;
     }
 }
 
@@ -298,6 +323,36 @@ mod tests {
             assert_eq!(out, input);
             // the first batch starts at line 1, and numbering is consistent with content
             assert_eq!(firsts[0], 1);
+        }
+    }
+
+    #[test]
+    fn a_stream_read_ahead_goes_on_from_its_head() {
+        let input = b"one\ntwo\nthr";
+        let rest = b"ee\nfour\nfive";
+        for split in 0..=input.len() {
+            let (head, more) = input.split_at(split);
+            let tail = [more, &rest[..]].concat();
+            let mut out = Vec::new();
+            let mut numbers = Vec::new();
+            stream_chunks_after(
+                head.to_vec(),
+                Trickle {
+                    data: &tail,
+                    step: 3,
+                },
+                &Origin::stdin(),
+                |b, n| {
+                    // Each batch starts at the line its first byte is on.
+                    let before = memchr::memchr_iter(b'\n', &out).count() + 1;
+                    numbers.push((n, before));
+                    out.extend_from_slice(b);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(out, [&input[..], &rest[..]].concat(), "split at {split}");
+            assert!(numbers.iter().all(|(n, b)| n == b), "{numbers:?}");
         }
     }
 }

@@ -31,6 +31,7 @@ impl Pipeline {
         let pass = self.secret_pass();
         let mut reader: Box<dyn Read + '_> = Box::new(reader);
         let mut forward_only = false;
+        let mut head_bytes = Vec::new();
         if pass != Secrets::Ignores {
             // Up to KNOWN_BUFFER bytes, the same output as the same bytes in a file: every
             // occurrence of a secret found anywhere in them is replaced.
@@ -44,7 +45,7 @@ impl Pipeline {
                 return self.run_buffer(&head, origin, sink);
             }
             forward_only = true;
-            reader = Box::new(std::io::Cursor::new(head).chain(reader));
+            head_bytes = head;
         }
         let mut report = self.new_report();
         let mut cx = self.new_cx(origin, &Known::default());
@@ -53,7 +54,7 @@ impl Pipeline {
         // instead of being built again for every chunk.
         cx.known.track_changes(STREAM_KNOWN);
         let mut echoes = None;
-        input::stream_chunks(reader, origin, |chunk, first| {
+        input::stream_chunks_after(head_bytes, reader, origin, |chunk, first| {
             report.bytes_in += chunk.len() as u64;
             if pass == Secrets::Ignores {
                 let mut out = Out::new(sink, chunk);
