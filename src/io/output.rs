@@ -146,7 +146,6 @@ pub struct Recording<'b> {
     base: &'b [u8],
     pieces: Vec<Piece>,
     owned: Vec<u8>,
-    scratch: Vec<u8>,
 }
 
 /// One run of output bytes: a range of the input buffer, or of the copied bytes.
@@ -163,7 +162,6 @@ impl<'b> Recording<'b> {
             base,
             pieces: Vec::new(),
             owned: Vec::new(),
-            scratch: Vec::new(),
         }
     }
 
@@ -188,11 +186,14 @@ impl<'b> Recording<'b> {
 
 impl Sink for Recording<'_> {
     fn put(&mut self, rec: &dyn Encode) -> io::Result<()> {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        rec.write_to(&mut scratch);
-        self.push_owned(&scratch);
-        self.scratch = scratch;
+        // Encoded where it is kept: a scratch copy of a 100 MB record stayed allocated for the
+        // rest of the run, beside the kept copy.
+        let start = self.owned.len();
+        rec.write_to(&mut self.owned);
+        match self.pieces.last_mut() {
+            Some(Piece::Owned(_, e)) if *e == start => *e = self.owned.len(),
+            _ => self.pieces.push(Piece::Owned(start, self.owned.len())),
+        }
         Ok(())
     }
 
