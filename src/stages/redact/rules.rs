@@ -25,6 +25,8 @@ pub enum Class {
     Upper,
     /// `[A-Za-z0-9]`
     Alnum,
+    /// `[0-9]`
+    Digits,
     /// `[A-Za-z0-9_]`
     Word,
     /// `[A-Za-z0-9_-]`
@@ -47,6 +49,7 @@ impl Class {
         match self {
             Class::Upper => c.is_ascii_uppercase() || c.is_ascii_digit(),
             Class::Alnum => c.is_ascii_alphanumeric(),
+            Class::Digits => c.is_ascii_digit(),
             Class::Word => c.is_ascii_alphanumeric() || c == b'_',
             Class::WordDash => c.is_ascii_alphanumeric() || c == b'_' || c == b'-',
             Class::Hex => c.is_ascii_hexdigit(),
@@ -665,7 +668,8 @@ pub static RULES: &[Rule] = &[
         title: "Mailchimp API key",
         description: "A Mailchimp (Marketing API) key: 32 hex characters, `-us` and the data-center number (`…-us18`).",
         regex: r"\b(?P<secret>[0-9a-f]{32}-us[0-9]{1,2})\b",
-        keywords: &[cs("-us", Tail(Alnum, 1))],
+        // The data-center number follows `-us` (`--user`, `-usage` are not one).
+        keywords: &[cs("-us", Tail(Digits, 1))],
         before: 32,
         checks: &[Entropy(3.0)],
         ..BASE

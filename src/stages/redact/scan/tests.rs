@@ -330,3 +330,22 @@ fn resolve_prefers_leftmost_longest_then_priority() {
     resolve(&mut v, &[(35, 36)]);
     assert_eq!(v, vec![f(1, 10, 20)]);
 }
+
+#[test]
+fn a_mailchimp_key_is_found_and_a_user_flag_wakes_no_rule() {
+    // `-us` is followed by the data-center number: `--user` and `-usage` (CLI flags, common
+    // in tool output) no longer send their strings to the regexes.
+    let r = crate::stages::redact::default_redactor();
+    let key = format!(
+        "{}-us{}",
+        "0123456789abcdef".repeat(2).replace('0', "a"),
+        12
+    );
+    let (new, found) = r.redact_text(format!("MAILCHIMP {key} end").as_bytes());
+    assert_eq!(found.len(), 1, "the key is found");
+    assert!(!String::from_utf8_lossy(&new.unwrap()).contains(&key));
+    let mut hits = Vec::new();
+    r.engine
+        .hits(b"run it with --user alice and -usage", false, &mut hits);
+    assert!(hits.is_empty(), "{hits:?}");
+}
