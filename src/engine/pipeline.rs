@@ -254,6 +254,7 @@ impl Pipeline {
         }
         report.findings = cx.findings;
         report.counters = cx.counters;
+        crate::stages::redact::remember_shown(&cx.known);
         Ok((report, trace, cx.known))
     }
 
@@ -285,6 +286,7 @@ impl Pipeline {
                 cx.findings.clear();
             }
         }
+        crate::stages::redact::remember_shown(&cx.known);
         Ok(cx.known)
     }
 

@@ -923,3 +923,34 @@ fn tokens_broken_by_colour_codes_are_redacted_and_coloured_words_kept() {
         "kept byte for byte"
     );
 }
+
+/// A secret a rule finds in a session's content (a `curl -u user:` password) that is also the
+/// name of the folder holding it is never printed by a dry run's report: every printed path
+/// passes through the session's known secrets, as the content does.
+#[test]
+fn a_known_secret_in_the_folder_name_is_not_printed() {
+    let pass = format!("{}{}{}", "Qz7", "vK2mW9", "pLx4Rt");
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join(&pass);
+    std::fs::create_dir(&dir).unwrap();
+    let body = format!(
+        "{{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{{\"role\":\"user\",\"content\":\"curl -u admin:{pass} https://example.com/api\"}}}}\n"
+    );
+    let file = dir.join("s.jsonl");
+    std::fs::write(&file, body).unwrap();
+    let out = cchist()
+        .args(["redact", "--dry-run"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("s.jsonl"), "the file is reported: {all}");
+    assert!(
+        !all.contains(&pass),
+        "the folder's secret is printed: {all}"
+    );
+}

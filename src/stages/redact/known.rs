@@ -94,6 +94,16 @@ impl PartialEq for Known {
 impl Eq for Known {}
 
 impl Known {
+    /// None known (usable in a `static`).
+    pub const fn new() -> Known {
+        Known {
+            map: BTreeMap::new(),
+            changes: None,
+            limit: None,
+            dropped: 0,
+        }
+    }
+
     /// No secret known.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()

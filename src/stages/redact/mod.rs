@@ -74,11 +74,56 @@ pub fn default_redactor() -> &'static Redactor {
     R.get_or_init(|| Redactor::new(&Default::default()).expect("the built-in rules compile"))
 }
 
-/// `text` with every secret the default rules find replaced by its marker.
+/// The secrets the runs of this process found ([`remember_shown`]) and their matcher: a
+/// value a rule found in a session's content (a `curl -u user:` password) that is also in a
+/// printed path (its project folder's name) is replaced there too ([`shown_text`]).
+static SHOWN_KNOWN: std::sync::Mutex<(known::Known, Option<Option<known::Echoes>>)> =
+    std::sync::Mutex::new((known::Known::new(), None));
+
+/// At most this many secrets are remembered for what is printed ([`remember_shown`]).
+const SHOWN_LIMIT: usize = 65_536;
+
+/// Remember the secrets `k` holds for everything this process prints ([`shown_text`]).
+pub fn remember_shown(k: &known::Known) {
+    if k.is_empty() {
+        return;
+    }
+    let mut g = SHOWN_KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    let before = g.0.len();
+    // Bounded as a stream's set is: a run that finds hundreds of thousands of distinct
+    // secrets (a generated or hostile input) does not keep a second copy of them all.
+    if before + k.len() > SHOWN_LIMIT {
+        return;
+    }
+    g.0.merge(k);
+    if g.0.len() != before {
+        // Built again when next shown: a bulk run adds a session at a time.
+        g.1 = None;
+    }
+}
+
+/// `text` with every secret the default rules find replaced by its marker, and every secret
+/// a run of this process found ([`remember_shown`]) by its placeholder.
 pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
-    match default_redactor().redact_text(text.as_bytes()).0 {
+    let ruled = match default_redactor().redact_text(text.as_bytes()).0 {
         Some(t) => std::borrow::Cow::Owned(String::from_utf8_lossy(&t).into_owned()),
         None => std::borrow::Cow::Borrowed(text),
+    };
+    let mut g = SHOWN_KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    if g.0.is_empty() {
+        return ruled;
+    }
+    if g.1.is_none() {
+        g.1 = Some(g.0.echoes());
+    }
+    match g
+        .1
+        .as_ref()
+        .and_then(|e| e.as_ref())
+        .and_then(|e| e.text(ruled.as_bytes()))
+    {
+        Some((t, _)) => std::borrow::Cow::Owned(String::from_utf8_lossy(&t).into_owned()),
+        None => ruled,
     }
 }
 
