@@ -2,8 +2,10 @@
 //! damaged as the reports describe, then repaired, resumes as the undamaged session (the
 //! CLI sends the whole conversation); what the damaged file resumes to is noted.
 //!
-//! claude-code#92089 (replayed history after a second `/compact`) is covered by fixtures in
-//! `tests/it/repair.rs`; two `/compact`s in one process are not generated here yet.
+//! claude-code#92089 (replayed history after a second `/compact`): a fixture built from the
+//! CLI's own compaction, and a session the pinned CLI writes with three `/compact`s in one
+//! interactive process (which 2.1.328 writes without the replay: nothing to find, nothing
+//! changed).
 
 use serde_json::{json, Value};
 
@@ -164,8 +166,8 @@ fn retry_on_progress_then_repair_resumes_whole() {
 /// one more turn) as the report describes a second `/compact` in the same process: a second
 /// boundary and summary, then every record the first compaction summarized re-appended
 /// verbatim, and the next turn parented into that copy, with the boundary's
-/// `logicalParentUuid` and `preservedSegment` naming the copy too. (Making the CLI write it
-/// itself needs two `/compact`s in one process, which the scenario player cannot drive yet.)
+/// `logicalParentUuid` and `preservedSegment` naming the copy too. (The pinned CLI does not
+/// write the replay itself: `compacts_in_one_interactive_process_are_not_replayed_by_2_1_328`.)
 #[test]
 fn replayed_history_then_repair_resumes_from_the_second_compaction() {
     if claude_bin().is_none() {
@@ -278,4 +280,211 @@ fn replayed_history_then_repair_resumes_from_the_second_compaction() {
             .trim(),
         after.len()
     ));
+}
+
+/// The key `Sandbox` gives the CLI; an interactive start asks about a custom key unless it is
+/// approved in `.claude.json`.
+const KEY: &str = "sk-ant-dummy";
+
+/// claude-code#92089's setting, generated: the pinned CLI interactive in a tmux terminal (one
+/// process, as the report's desktop session), a Stop hook configured (the report's
+/// `stop_hook_summary` rows), two turns, `/compact`, a turn, `/compact`, a turn, `/compact`, a
+/// turn. Copied into `dir` under its own name, returned; `None` when tmux or the CLI is missing.
+fn three_compacts_in_one_process(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+    let bin = claude_bin()?;
+    if Command::new("tmux").arg("-V").output().is_err() {
+        crate::common::skip_or_fail("tmux is not installed");
+        return None;
+    }
+    let sb = Sandbox::new();
+    let mock = MockApi::start(
+        [
+            "ANSWER-ONE",
+            "ANSWER-TWO",
+            "ANSWER-THREE",
+            "ANSWER-FOUR",
+            "ANSWER-FIVE",
+        ]
+        .iter()
+        .map(|a| vec![Block::text(a)])
+        .collect(),
+    )
+    .unwrap();
+    std::fs::write(
+        sb.config_dir().join("settings.json"),
+        r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"true"}]}]}}"#,
+    )
+    .unwrap();
+    // An interactive start asks nothing: onboarding done, the key approved, the folder trusted.
+    let proj = sb.proj().to_string_lossy().into_owned();
+    let mut g = json!({"hasCompletedOnboarding": true, "theme": "dark",
+        "customApiKeyResponses": {"approved": [KEY], "rejected": []}});
+    g["projects"][&proj]["hasTrustDialogAccepted"] = json!(true);
+    std::fs::write(sb.config_dir().join(".claude.json"), g.to_string()).unwrap();
+    let q = |s: &str| shlex::try_quote(s).unwrap().into_owned();
+    let line = format!(
+        "cd {} && exec env -i PATH={} HOME={} CLAUDE_CONFIG_DIR={} TERM=xterm-256color ANTHROPIC_API_KEY={KEY} ANTHROPIC_BASE_URL={} DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 {} --model claude-sonnet-4-6",
+        q(&proj),
+        q(&std::env::var("PATH").unwrap_or_default()),
+        q(&sb.root().join("home").to_string_lossy()),
+        q(&sb.config_dir().to_string_lossy()),
+        mock.base_url(),
+        q(&bin.to_string_lossy()),
+    );
+    let name = format!("cchist-compacts-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &name])
+            .args(args)
+            .output()
+            .expect("run tmux")
+    };
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "150",
+        "-y",
+        "40",
+        &line,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let session = || {
+        std::fs::read_dir(sb.project_dir()).ok().and_then(|d| {
+            d.flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        })
+    };
+    let text = || {
+        session()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+            .unwrap_or_default()
+    };
+    // Wait until the file holds `n` of `what` (the CLI wrote the step out).
+    let wait = |what: &str, n: usize| {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(90) {
+            if text().matches(what).count() >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let pane = tmux(&["capture-pane", "-p", "-t", &name]).stdout;
+        tmux(&["kill-server"]);
+        panic!(
+            "the CLI did not write {n} × {what}; its screen:\n{}",
+            String::from_utf8_lossy(&pane)
+        );
+    };
+    let say = |s: &str| {
+        tmux(&["send-keys", "-t", &name, "-l", s]);
+        std::thread::sleep(Duration::from_millis(400));
+        tmux(&["send-keys", "-t", &name, "Enter"]);
+    };
+    // The prompt box takes keys once the CLI has drawn it.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut turns = 0;
+    for step in [
+        "QUESTION-ONE",
+        "QUESTION-TWO",
+        "/compact",
+        "QUESTION-THREE",
+        "/compact",
+        "QUESTION-FOUR",
+        "/compact",
+        "QUESTION-FIVE",
+    ] {
+        say(step);
+        if step == "/compact" {
+            wait("\"compact_boundary\"", 1 + (turns - 2));
+            // The summary is written after the boundary.
+            std::thread::sleep(Duration::from_secs(1));
+        } else {
+            turns += 1;
+            wait("\"stop_hook_summary\"", turns);
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    tmux(&["kill-server"]);
+    let out = dir.join(session()?.file_name()?);
+    std::fs::write(&out, text()).unwrap();
+    Some(out)
+}
+
+/// The pinned CLI (2.1.328) does not write claude-code#92089's replay: three `/compact`s in one
+/// interactive process leave no uuid twice, and cchist finds nothing and changes nothing (no
+/// false positive on the boundaries, summaries and hook rows it does write). Should a pin write
+/// the replay, the test asks instead that cchist report and repair it so that resume sends the
+/// conversation after the last compaction, the last turn included.
+#[test]
+fn compacts_in_one_interactive_process_are_not_replayed_by_2_1_328() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(file) = three_compacts_in_one_process(dir.path()) else {
+        note("#92089 generated: no CLI or tmux");
+        return;
+    };
+    let text = std::fs::read_to_string(&file).unwrap();
+    let recs: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        recs.iter()
+            .filter(|r| r["subtype"] == "compact_boundary")
+            .count(),
+        3,
+        "three compactions"
+    );
+    let mut seen = std::collections::HashSet::new();
+    let twice = recs
+        .iter()
+        .filter_map(|r| r["uuid"].as_str())
+        .filter(|u| !seen.insert(*u))
+        .count();
+    let v = crate::common::cchist()
+        .args(["validate", "--format", "json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&v.stdout).into_owned();
+    let repaired = ok(crate::common::cchist().arg("repair").arg(&file)).stdout;
+    let fixed = dir.path().join("fixed");
+    std::fs::create_dir(&fixed).unwrap();
+    let fixed = fixed.join(file.file_name().unwrap());
+    std::fs::write(&fixed, &repaired).unwrap();
+    let sent = resume(&fixed).expect("CLI found above");
+    let sent = sent.expect_ok("the repaired session");
+    let all = serde_json::to_string(sent).unwrap();
+    assert!(all.contains("QUESTION-FIVE"), "{all}");
+    assert!(
+        all.contains("continued from a previous conversation"),
+        "{all}"
+    );
+    if twice == 0 {
+        assert!(v.status.success(), "{report}");
+        assert!(!report.contains("replayed-history"), "{report}");
+        assert_eq!(
+            repaired,
+            text.as_bytes(),
+            "repair changed a session it should not"
+        );
+        note(&format!(
+            "#92089 generated: 2.1.328 wrote {} records over 3 compactions in one process, no replay; validate and repair leave it as it is",
+            recs.len()
+        ));
+    } else {
+        assert!(
+            report.contains("replayed-history"),
+            "{twice} repeated uuids: {report}"
+        );
+        note(&format!(
+            "#92089 generated: the pinned CLI replayed {twice} records; repaired, resume sends {} messages",
+            sent.len()
+        ));
+    }
 }
