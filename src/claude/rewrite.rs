@@ -206,6 +206,14 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     }
     restore_from(&latest, &s.path, &current)?;
     drop(current);
+    // Files the edit created beside the session (records it moved out) go with it.
+    for left in backup::remove_created(&latest) {
+        let msg = format!(
+            "cchist: {}: created by the edit undone, changed since: left as it is",
+            left.display()
+        );
+        eprintln!("{}", crate::findings::report::printable_text(&msg));
+    }
     backup::remove(&latest)?;
     Ok(latest)
 }

@@ -585,6 +585,14 @@ pub fn describe(name: &str, r: &FileReport) -> String {
     if !other.is_empty() {
         s += &format!("\n    {}", other.join(", "));
     }
+    // Records moved out of the file, and where to (under the session's companion folder).
+    for m in &r.moved {
+        s += &format!(
+            "\n    {} records move to {}",
+            m.records,
+            shown_name(&m.rel.display().to_string())
+        );
+    }
     s
 }
 

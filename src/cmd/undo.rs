@@ -346,6 +346,7 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                     .map_err(|e| anyhow::anyhow!("removing {}: {e}", shown_name(&b.backup)))?;
                 let name = p.file_name().unwrap_or_default().to_string_lossy();
                 let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.written")));
+                let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.created")));
                 removed.push(shown_name(&b.backup));
             }
             if format.json() {

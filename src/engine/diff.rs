@@ -100,6 +100,19 @@ pub struct FileDiff {
     /// Counters the stages reported (estimates of `--fit`, rules, …).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counters: BTreeMap<String, u64>,
+    /// Files records would move to (relative to the session's companion folder), with how
+    /// many records each gets: those records are among the dropped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<MovedTo>,
+}
+
+/// A companion file records would move to.
+#[derive(Debug, Clone, Serialize)]
+pub struct MovedTo {
+    /// Its path relative to the session's companion folder.
+    pub file: String,
+    /// Records it would get.
+    pub records: u64,
 }
 
 impl FileDiff {
@@ -119,6 +132,9 @@ impl FileDiff {
             }
         };
         shown(&mut self.file);
+        for m in &mut self.moved {
+            shown(&mut m.file);
+        }
         for r in &mut self.records {
             for s in r
                 .uuid
@@ -153,14 +169,22 @@ fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
     match inp {
         Input::Stdin => {
             let data = input::read_stdin_all()?;
-            diff_records(pipeline, &data, &origin, name)
+            diff_records(pipeline, &data, &origin, name, None)
         }
         Input::File {
             path, treatment, ..
         } => {
             let f = input::open(path)?;
             match treatment {
-                Treatment::Records => diff_records(pipeline, &f.data, &origin, name),
+                // Records a stage would move out show as dropped by it, with its counters
+                // saying where they go.
+                Treatment::Records => diff_records(
+                    pipeline,
+                    &f.data,
+                    &origin,
+                    name,
+                    crate::engine::runner::companions_of(path),
+                ),
                 Treatment::Text => {
                     let (_, r) = pipeline.run_text(&f.data, &origin)?;
                     Ok(whole_file(name, r))
@@ -216,6 +240,7 @@ fn whole_file(name: String, r: FileReport) -> FileDiff {
         counts: DiffCounts::default(),
         records: Vec::new(),
         counters: r.counters,
+        moved: Vec::new(),
     };
     if r.changed {
         d.counts.changed = 1;
@@ -238,9 +263,17 @@ fn diff_records(
     data: &[u8],
     origin: &Origin,
     name: String,
+    companions: Option<crate::stages::Companions>,
 ) -> Result<FileDiff> {
     let mut sink = SpanWriter::new(std::io::sink());
-    let (report, trace) = pipeline.run_buffer_traced(data, origin, &mut sink, true)?;
+    let (report, trace, _) = pipeline.run_buffer_moving(
+        data,
+        origin,
+        &mut sink,
+        true,
+        &crate::stages::redact::known::Known::default(),
+        companions,
+    )?;
     let trace = trace.ok_or_else(|| Error::Other("the pipeline kept no trace".into()))?;
     let names: Vec<&str> = report.stages.iter().map(|(n, _)| n.as_str()).collect();
     let bodies: Vec<&[u8]> = framing::lines(data, 1).map(|l| l.body).collect();
@@ -293,6 +326,14 @@ fn diff_records(
         counts: DiffCounts::default(),
         records: Vec::new(),
         counters: report.counters.clone(),
+        moved: report
+            .moved
+            .iter()
+            .map(|m| MovedTo {
+                file: m.rel.display().to_string(),
+                records: m.records,
+            })
+            .collect(),
     };
     let mut next_dropped = 0;
     let mut push_dropped_before = |line: usize, d: &mut FileDiff| {
@@ -543,6 +584,12 @@ pub fn render_text(diffs: &[FileDiff]) -> String {
             }
             s += &format!("  {}\n", render_record(r));
             i += 1;
+        }
+        for m in &d.moved {
+            s += &format!(
+                "  → {} records move to {} (beside the session)\n",
+                m.records, m.file
+            );
         }
     }
     s

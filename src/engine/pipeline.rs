@@ -13,7 +13,7 @@ use crate::io::output::{Recording, Sink};
 use crate::io::{framing, input};
 use crate::stages::redact::known::{Echoes, Known};
 use crate::stages::redact::{json, remove_thinking};
-use crate::stages::{Cx, Scope, Secrets, Stage, StageStats, Verdict};
+use crate::stages::{Companions, Cx, MovedOut, Scope, Secrets, Stage, StageStats, Verdict};
 use crate::transcript::record::{check_json, describe_invalid, Record};
 use crate::transcript::session::Session;
 
@@ -93,6 +93,11 @@ pub struct FileReport {
     pub findings: Vec<Finding>,
     /// True when the output differs from the input.
     pub changed: bool,
+    /// Companion files the stages handed out (records moved out of this file), with every
+    /// secret the run knew replaced: what the writer puts beside the session
+    /// ([`Pipeline::run_buffer_moving`]).
+    #[serde(skip)]
+    pub moved: Vec<MovedOut>,
 }
 
 /// The counter of a report on a file [`Pipeline::run_text`] left byte for byte because it is
@@ -214,10 +219,27 @@ impl Pipeline {
         trace: bool,
         seed: &Known,
     ) -> Result<(FileReport, Option<Box<Trace>>, Known)> {
+        self.run_buffer_moving(data, origin, sink, trace, seed, None)
+    }
+
+    /// [`Pipeline::run_buffer_known`] where session stages may move records out of the file
+    /// into companion files (`companions`: those that exist already, which nothing is moved
+    /// into). What they hand out is in [`FileReport::moved`], with every secret the run knows
+    /// replaced as in the main output; writing it is the caller's.
+    pub fn run_buffer_moving(
+        &self,
+        data: &[u8],
+        origin: &Origin,
+        sink: &mut dyn Sink,
+        trace: bool,
+        seed: &Known,
+        companions: Option<Companions>,
+    ) -> Result<(FileReport, Option<Box<Trace>>, Known)> {
         self.precheck(data, origin)?;
         let mut report = self.new_report();
         report.bytes_in = data.len() as u64;
         let mut cx = self.new_cx(origin, seed);
+        cx.companions = companions;
         // The trace is the run's, not the stages': they never see it.
         let mut trace: Tracer = trace.then(Box::default);
         let pass = self.secret_pass();
@@ -248,6 +270,14 @@ impl Pipeline {
             )?;
         }
         sink.finish().map_err(|e| Error::io(origin, "write", e))?;
+        if let Some(c) = cx.companions.take() {
+            for mut m in c.out {
+                if pass != Secrets::Ignores {
+                    self.known_in_moved(&mut m, pass, &cx, &mut report)?;
+                }
+                report.moved.push(m);
+            }
+        }
         if cx.unlisted > 0 {
             let n = cx.unlisted;
             cx.count(FINDINGS_NOT_LISTED, n);
@@ -256,6 +286,51 @@ impl Pipeline {
         report.counters = cx.counters;
         crate::stages::redact::remember_shown(&cx.known);
         Ok((report, trace, cx.known))
+    }
+
+    /// Replace (or, when `pass` only reports, count) in `m` (records a stage moved out of the
+    /// file, after the secret stages saw them) every secret the run knows, as in the main
+    /// output: an echo of a secret found on a later line is caught there too. Its echoes are
+    /// counted (`redact/echoes-moved`), not listed: their lines are the companion's.
+    fn known_in_moved(
+        &self,
+        m: &mut MovedOut,
+        pass: Secrets,
+        cx: &Cx,
+        report: &mut FileReport,
+    ) -> Result<()> {
+        if cx.known.is_empty() {
+            return Ok(());
+        }
+        let mut mcx = Cx::new(cx.origin.clone());
+        mcx.known = cx.known.clone();
+        let mut out = Vec::with_capacity(m.bytes.len());
+        let mut scratch = self.new_report();
+        {
+            let mut sink = crate::io::output::SpanWriter::new(&mut out);
+            let pieces = std::iter::once((&m.bytes[..], false));
+            self.write_known(
+                pieces,
+                1,
+                pass,
+                &mut mcx,
+                &mut scratch,
+                &mut sink,
+                &mut None,
+            )?;
+            sink.finish()
+                .map_err(|e| Error::io(&cx.origin, "write", e))?;
+        }
+        if let Some(&n) = mcx.counters.get("redact/echoes") {
+            *report
+                .counters
+                .entry("redact/echoes-moved".into())
+                .or_default() += n;
+        }
+        if pass == Secrets::Replaces {
+            m.bytes = out;
+        }
+        Ok(())
     }
 
     /// The secrets the stages that find them see in `data` (as text when `text`, else line

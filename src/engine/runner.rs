@@ -7,13 +7,14 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::claude::layout::SessionFile;
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
 use crate::io::input::{self, Input, Treatment};
 use crate::io::output::{LazySink, Sink, SpanWriter};
 use crate::io::replace::{self, Attrs, Replace};
 use crate::stages::redact::known::Known;
-use crate::stages::Secrets;
+use crate::stages::{Companions, MovedOut, Secrets};
 
 /// How far the secrets found in one file of a run reach ([`RunOptions::propagate`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -353,7 +354,14 @@ pub fn run_one_known(
             let f = input::open(path)?;
             let mut sink = LazySink::new(&f.data, || Ok(io::sink()));
             let mut r = pipeline
-                .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
+                .run_buffer_moving(
+                    &f.data,
+                    &origin,
+                    &mut sink,
+                    false,
+                    seed,
+                    companions_of(path),
+                )?
                 .0;
             r.changed = sink
                 .close()
@@ -542,7 +550,14 @@ fn in_place(
         replace::temp(path).map(|a| BufWriter::with_capacity(1 << 16, a))
     });
     let mut report = pipeline
-        .run_buffer_known(&f.data, &origin, &mut sink, false, seed)?
+        .run_buffer_moving(
+            &f.data,
+            &origin,
+            &mut sink,
+            false,
+            seed,
+            companions_of(path),
+        )?
         .0;
     sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
     let Some(out) = sink.close().map_err(|e| Error::io(&origin, "write", e))? else {
@@ -555,13 +570,124 @@ fn in_place(
         .map_err(|e| Error::io(&origin, "write", e.into_error()))?;
     // A backup or a suffix copy is redacted like the session, but not backed up again.
     let backup = crate::io::backup::suffix_for(path, backup);
-    let done = replace::commit(path, &f, tmp, Replace::in_place(&f, backup, touch))?;
+    // Records moved out are in their new files before they leave this one; if this one is
+    // not replaced after all, the new files go again.
+    let created = write_moved(path, &report.moved, f.meta.mode())?;
+    let done = match replace::commit(path, &f, tmp, Replace::in_place(&f, backup, touch)) {
+        Ok(d) => d,
+        Err(e) => {
+            remove_all(&created);
+            return Err(e);
+        }
+    };
+    let undoable = backup.is_some_and(crate::io::backup::is_undoable);
+    if let Some(b) = done
+        .backup
+        .as_deref()
+        .filter(|_| undoable && !created.is_empty())
+    {
+        let files: Vec<(PathBuf, &[u8])> = created
+            .iter()
+            .cloned()
+            .zip(report.moved.iter().map(|m| &m.bytes[..]))
+            .collect();
+        crate::io::backup::record_created(b, &files)?;
+    }
     if done.carried > 0 {
         report
             .counters
             .insert("bytes-appended-during-replace".into(), done.carried);
     }
     Ok(report)
+}
+
+/// What the session at `path` has beside it that records could be moved into: the
+/// companion files that exist (`subagents/*`), which nothing is moved into. `None` (nothing
+/// moves) when its companion folder, or `subagents/` in it, is there but not a plain folder
+/// (a link is not followed: writes never leave the folder given).
+pub(crate) fn companions_of(path: &Path) -> Option<Companions> {
+    let comp = SessionFile::from_path(path).companion_dir();
+    let mut existing = std::collections::HashSet::new();
+    for dir in [comp.clone(), comp.join("subagents")] {
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return None,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Some(Companions::default());
+            }
+            Err(_) => return None,
+        }
+    }
+    for e in std::fs::read_dir(comp.join("subagents")).ok()?.flatten() {
+        existing.insert(Path::new("subagents").join(e.file_name()));
+    }
+    Some(Companions {
+        existing,
+        out: Vec::new(),
+    })
+}
+
+/// Create each file of `moved` under the companion folder of the session at `path` (mode
+/// `mode`, as the session's), folders made owner-only where missing, none written over: one
+/// that appeared since the run looked is a concurrent change (the whole edit is retried, and
+/// then leaves those records where they are). Returns the files created; on an error those
+/// created so far are removed.
+fn write_moved(path: &Path, moved: &[MovedOut], mode: u32) -> Result<Vec<PathBuf>> {
+    let comp = SessionFile::from_path(path).companion_dir();
+    let mut created = Vec::new();
+    for m in moved {
+        let dest = comp.join(&m.rel);
+        let made = make_private_dirs(&comp, dest.parent().unwrap_or(&comp)).and_then(|()| {
+            replace::persist_new(&dest, &m.bytes, mode & 0o7777)
+                .map_err(|e| Error::io(&Origin::file(&dest), "create", e))
+        });
+        match made {
+            Ok(true) => created.push(dest),
+            Ok(false) => {
+                remove_all(&created);
+                return Err(Error::Concurrent {
+                    path: Origin::file(&dest),
+                });
+            }
+            Err(e) => {
+                remove_all(&created);
+                return Err(e);
+            }
+        }
+    }
+    Ok(created)
+}
+
+/// Create `dir` and the folders between `base`'s parent and it, owner-only, refusing any that
+/// is there but not a plain folder (a link).
+fn make_private_dirs(base: &Path, dir: &Path) -> Result<()> {
+    let mut chain: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| d.starts_with(base))
+        .collect();
+    chain.reverse();
+    for d in chain {
+        match std::fs::DirBuilder::new().mode(0o700).create(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if !std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()) {
+                    return Err(Error::Other(format!(
+                        "{}: not a folder (a link is not followed); the records stay where they are",
+                        d.display()
+                    )));
+                }
+            }
+            Err(e) => return Err(Error::io(&Origin::file(d), "create directory", e)),
+        }
+    }
+    Ok(())
+}
+
+/// Remove files this run created (undoing a write that did not complete).
+fn remove_all(files: &[PathBuf]) {
+    for f in files {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 #[cfg(test)]
@@ -581,6 +707,38 @@ mod tests {
             assert!(memchr::memmem::find(rec.raw(), b"boom").is_none(), "a bug");
             Ok(Verdict::Keep)
         }
+    }
+
+    /// A companion file that appeared after the run looked is not written over: the write is
+    /// a concurrent change (retried, then the records stay), and what it created before is
+    /// removed again.
+    #[test]
+    fn moved_records_never_overwrite_a_file_that_appeared() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        std::fs::write(&session, "{}\n").unwrap();
+        let moved = |rel: &str| MovedOut {
+            rel: PathBuf::from(rel),
+            records: 1,
+            bytes: b"{\"uuid\":\"x\"}\n".to_vec(),
+        };
+        let subagents = dir.path().join("s/subagents");
+        std::fs::create_dir_all(&subagents).unwrap();
+        std::fs::write(subagents.join("agent-b.jsonl"), "theirs\n").unwrap();
+        let r = write_moved(
+            &session,
+            &[
+                moved("subagents/agent-a.jsonl"),
+                moved("subagents/agent-b.jsonl"),
+            ],
+            0o600,
+        );
+        assert!(matches!(r, Err(Error::Concurrent { .. })), "{:?}", r.err());
+        assert!(!subagents.join("agent-a.jsonl").exists(), "removed again");
+        assert_eq!(
+            std::fs::read(subagents.join("agent-b.jsonl")).unwrap(),
+            b"theirs\n"
+        );
     }
 
     #[test]

@@ -246,10 +246,74 @@ pub fn change_since(backup: &Path, now: &[u8]) -> Option<String> {
     }
 }
 
-/// Remove `backup` (restored) and the record of what its edit wrote.
+/// Where the list of files the edit that left `backup` created beside its file is kept:
+/// `.<backup name>.created` (companion files records were moved into).
+fn created_record(backup: &Path) -> PathBuf {
+    let name = backup
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    backup.with_file_name(format!(".{name}.created"))
+}
+
+/// One file an edit created, and what it wrote there.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Created {
+    path: PathBuf,
+    written: Fingerprint,
+}
+
+/// Note the files (`path`, bytes written) the in-place edit that left `backup` created, so
+/// that `undo` removes them with the edit ([`remove_created`]).
+pub fn record_created(backup: &Path, files: &[(PathBuf, &[u8])]) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<Created> = files
+        .iter()
+        .map(|(p, b)| Created {
+            path: p.clone(),
+            written: fingerprint(b),
+        })
+        .collect();
+    let rec = created_record(backup);
+    let o = Origin::file(&rec);
+    let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
+    serde_json::to_writer(&mut tmp, &list).map_err(|e| Error::io(&o, "write", e.into()))?;
+    tmp.commit(Some(0o600), None)
+        .map_err(|e| Error::io(&o, "rename", e))
+}
+
+/// Remove the files the edit that left `backup` created, each only when it still holds what
+/// the edit wrote. Returns those left because they changed since (they are someone's now).
+pub fn remove_created(backup: &Path) -> Vec<PathBuf> {
+    let Some(list) = std::fs::read(created_record(backup))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Vec<Created>>(&b).ok())
+    else {
+        return Vec::new();
+    };
+    let mut left = Vec::new();
+    for c in list {
+        match std::fs::read(&c.path) {
+            Ok(now) if fingerprint(&now) == c.written => {
+                if std::fs::remove_file(&c.path).is_err() {
+                    left.push(c.path);
+                }
+            }
+            Ok(_) => left.push(c.path),
+            // Gone already: nothing to undo.
+            Err(_) => {}
+        }
+    }
+    left
+}
+
+/// Remove `backup` (restored) and the records of what its edit wrote and created.
 pub fn remove(backup: &Path) -> Result<()> {
     std::fs::remove_file(backup).map_err(|e| Error::io(&Origin::file(backup), "remove", e))?;
     let _ = std::fs::remove_file(written_record(backup));
+    let _ = std::fs::remove_file(created_record(backup));
     Ok(())
 }
 

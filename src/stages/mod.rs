@@ -48,6 +48,31 @@ pub struct StageStats {
     pub added: u64,
 }
 
+/// Files a session-scoped stage may hand out beside the session it runs on: records it moves
+/// out of the main file into a companion file (`subagents/agent-<id>.jsonl`,
+/// claude-code#23373). Present in [`Cx::companions`] only when the run can write them (in
+/// place) or says what it would write (a dry run); elsewhere the records stay where they are.
+#[derive(Debug, Default, Clone)]
+pub struct Companions {
+    /// Companion files (relative to the session's companion folder `<id>/`) that exist
+    /// already: nothing is moved into them (a file Claude Code wrote is never merged into).
+    pub existing: std::collections::HashSet<std::path::PathBuf>,
+    /// What was handed out, in order.
+    pub out: Vec<MovedOut>,
+}
+
+/// One companion file a stage hands out: the records' bytes as they would be written, one
+/// per line, in file order.
+#[derive(Debug, Default, Clone)]
+pub struct MovedOut {
+    /// Its path relative to the session's companion folder.
+    pub rel: std::path::PathBuf,
+    /// Records in it.
+    pub records: u64,
+    /// Its content.
+    pub bytes: Vec<u8>,
+}
+
 /// Per-file context handed to stages: where the data comes from and what they found.
 #[derive(Debug)]
 pub struct Cx {
@@ -65,6 +90,8 @@ pub struct Cx {
     pub keep_findings: usize,
     /// Findings past [`Cx::keep_findings`]: counted, not kept.
     pub unlisted: u64,
+    /// Companion files the stages may hand out (`None`: the run writes one file only).
+    pub companions: Option<Companions>,
 }
 
 impl Cx {
@@ -77,6 +104,7 @@ impl Cx {
             known: Default::default(),
             keep_findings: usize::MAX,
             unlisted: 0,
+            companions: None,
         }
     }
 

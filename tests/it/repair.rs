@@ -229,20 +229,21 @@ fn retry_parented_on_a_subagent_progress_row() {
     assert!(String::from_utf8_lossy(&out).contains(r#""uuid":"pr","parentUuid":"agent-record""#));
 }
 
-/// claude-code#23373: sub-agent records written into the main file are named (moving them to
-/// `subagents/agent-<id>.jsonl` is not done yet: repair leaves them).
+fn side(u: &str, p: Option<&str>, text: &str) -> String {
+    line(
+        json!({"type":"user","uuid":u,"parentUuid":p,"isSidechain":true,"agentId":"a9f3",
+        "message":{"role":"user","content":text}}),
+    )
+}
+
+/// claude-code#23373: sub-agent records written into the main file. Named by `validate`; on
+/// standard output (one file only) repair leaves them where they are.
 #[test]
 fn subagent_records_in_the_main_file() {
-    let side = |u: &str, p: Option<&str>| {
-        line(
-            json!({"type":"user","uuid":u,"parentUuid":p,"isSidechain":true,"agentId":"a9f3",
-            "message":{"role":"user","content":"sub-agent task"}}),
-        )
-    };
     let input = [
         prompt("p0", None, "one"),
-        side("s0", None),
-        side("s1", Some("s0")),
+        side("s0", None, "sub-agent task"),
+        side("s1", Some("s0"), "sub-agent step"),
         answer("a0", "p0", "1"),
     ]
     .concat();
@@ -250,6 +251,215 @@ fn subagent_records_in_the_main_file() {
     assert!(m.contains("2 records of sub-agent a9f3"), "{m}");
     assert!(m.contains("subagents/agent-a9f3.jsonl"), "{m}");
     assert_eq!(repair(input.as_bytes()), input.as_bytes());
+}
+
+fn repair_cmd(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut all: Vec<&std::ffi::OsStr> = vec!["repair".as_ref()];
+    all.extend_from_slice(args);
+    crate::common::run(&all)
+}
+
+/// A session `<dir>/<id>.jsonl` with sub-agent a9f3's records among its own.
+fn session_with_subagent_records(dir: &std::path::Path) -> (std::path::PathBuf, String, String) {
+    let main = [prompt("p0", None, "one"), answer("a0", "p0", "1")];
+    let sub = [
+        side("s0", None, "sub-agent task"),
+        side("s1", Some("s0"), "sub-agent step"),
+    ];
+    let input = [
+        main[0].clone(),
+        sub[0].clone(),
+        sub[1].clone(),
+        main[1].clone(),
+    ]
+    .concat();
+    let p = dir.join("5d1c0b7e-0000-4000-8000-000000000023.jsonl");
+    std::fs::write(&p, &input).unwrap();
+    (p, main.concat(), sub.concat())
+}
+
+/// In place, the records move to `<id>/subagents/agent-a9f3.jsonl` as they are, in file
+/// order; the main file keeps the rest byte for byte; `validate` is clean; `undo` puts the
+/// records back and removes the file it created.
+#[test]
+fn subagent_records_move_to_their_file_in_place_and_undo_moves_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p, main, sub) = session_with_subagent_records(dir.path());
+    let input = std::fs::read(&p).unwrap();
+    let moved = p.with_extension("").join("subagents/agent-a9f3.jsonl");
+    // A dry run says what would move and writes nothing.
+    let dry = repair_cmd(&["--dry-run".as_ref(), p.as_os_str()]);
+    let said =
+        String::from_utf8_lossy(&dry.stderr).into_owned() + &String::from_utf8_lossy(&dry.stdout);
+    assert!(said.contains("subagents/agent-a9f3.jsonl"), "{said}");
+    assert!(!moved.exists() && !p.with_extension("").exists());
+    assert_eq!(std::fs::read(&p).unwrap(), input);
+    let diff = repair_cmd(&["--diff".as_ref(), p.as_os_str()]);
+    let shown = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        shown.contains("2 records move to subagents/agent-a9f3.jsonl"),
+        "{shown}"
+    );
+    assert!(!p.with_extension("").exists());
+
+    let out = repair_cmd(&[
+        "-i".as_ref(),
+        "--backup".as_ref(),
+        "--force".as_ref(),
+        p.as_os_str(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), main);
+    assert_eq!(std::fs::read_to_string(&moved).unwrap(), sub);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |f: &std::path::Path| std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&moved), mode(&p), "the session's mode");
+    assert_eq!(mode(moved.parent().unwrap()), 0o700, "an owner-only folder");
+    assert!(!rules(main.as_bytes()).contains_key("subagent-in-main"));
+    // Again: nothing left to move, nothing changes.
+    let again = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), main);
+
+    let undo = crate::common::run(&[
+        "undo".as_ref(),
+        "--force".as_ref(),
+        "--file".as_ref(),
+        p.as_os_str(),
+    ]);
+    assert_eq!(
+        undo.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), input);
+    assert!(!moved.exists(), "undo removes the file the edit created");
+}
+
+/// Nothing is merged into a file Claude Code wrote, nothing written through a link, and an
+/// agent id that is not a plain word names no file: the records stay, reported.
+#[test]
+fn subagent_records_stay_when_their_file_exists_or_cannot_be_named() {
+    // The sub-agent's file exists.
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _, _) = session_with_subagent_records(dir.path());
+    let input = std::fs::read(&p).unwrap();
+    let subdir = p.with_extension("").join("subagents");
+    std::fs::create_dir_all(&subdir).unwrap();
+    std::fs::write(subdir.join("agent-a9f3.jsonl"), "{}\n").unwrap();
+    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), input);
+    assert_eq!(
+        std::fs::read(subdir.join("agent-a9f3.jsonl")).unwrap(),
+        b"{}\n"
+    );
+
+    // The companion folder is a link.
+    let dir = tempfile::tempdir().unwrap();
+    let (p, _, _) = session_with_subagent_records(dir.path());
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), p.with_extension("")).unwrap();
+    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), input);
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+
+    // An agent id that could name a path.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir
+        .path()
+        .join("5d1c0b7e-0000-4000-8000-000000000024.jsonl");
+    let input = [
+        prompt("p0", None, "one"),
+        line(
+            json!({"type":"user","uuid":"s0","parentUuid":null,"isSidechain":true,
+            "agentId":"../../x","message":{"role":"user","content":"task"}}),
+        ),
+        answer("a0", "p0", "1"),
+    ]
+    .concat();
+    std::fs::write(&p, &input).unwrap();
+    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), input);
+    assert!(!p.with_extension("").exists() && !dir.path().join("x").exists());
+}
+
+/// What leaves the file is redacted first, with everything the session knows: a secret found
+/// on a main-chain line after the sub-agent's records, echoed bare in one of them, is
+/// replaced in the file they move to (`redact` then `repair`, in place).
+#[test]
+fn moved_records_carry_no_secret_the_session_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = format!("wJalrXUtnFEMI{}bPxRfiCYEXAMPLEKEY9", "/K7MDENG/");
+    let p = dir
+        .path()
+        .join("5d1c0b7e-0000-4000-8000-000000000025.jsonl");
+    let input = [
+        prompt("p0", None, "one"),
+        side("s0", None, &format!("the value is {secret} as noted")),
+        answer(
+            "a0",
+            "p0",
+            &format!("export AWS_SECRET_ACCESS_KEY=\"{secret}\""),
+        ),
+    ]
+    .concat();
+    std::fs::write(&p, &input).unwrap();
+    let pipe = dir.path().join("p.toml");
+    std::fs::write(
+        &pipe,
+        "version = 1\n[[stage]]\ntype = \"repair\"\n[[stage]]\ntype = \"redact\"\n",
+    )
+    .unwrap();
+    let out = crate::common::run(&[
+        "run".as_ref(),
+        "-p".as_ref(),
+        pipe.as_os_str(),
+        "-i".as_ref(),
+        "--force".as_ref(),
+        p.as_os_str(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let moved = p.with_extension("").join("subagents/agent-a9f3.jsonl");
+    let main = std::fs::read_to_string(&p).unwrap();
+    let sub = std::fs::read_to_string(&moved).unwrap();
+    assert!(
+        !main.contains(&secret) && !main.contains("\"s0\""),
+        "{main}"
+    );
+    assert!(
+        sub.contains("\"s0\"") && sub.contains("the value is"),
+        "{sub}"
+    );
+    assert!(!sub.contains(&secret), "{sub}");
 }
 
 /// No false positive: no corpus session has any of these findings, and repair writes each one

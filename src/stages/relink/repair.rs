@@ -11,8 +11,12 @@
 //!   is not in the file): it hangs from the main-chain message written before the snapshot.
 //! - claude-code#37437 (a retried prompt parented on a sub-agent `progress` row): the prompt
 //!   hangs from the main-chain message the row hangs from.
-//! - claude-code#23373 (sub-agent records in the main file) is reported, not moved yet: the
-//!   pipeline writes one file per session, and moving needs a second writer.
+//! - claude-code#23373 (sub-agent records in the main file): when the run can write companion
+//!   files ([`Cx::companions`]: in place, or a dry run saying what it would write) the records
+//!   move, as they are and in file order, to `subagents/agent-<id>.jsonl`, where the CLI
+//!   writes a sub-agent's transcript. They stay (reported) when the run writes one file only
+//!   (standard output, a mirror folder), when that file exists already (Claude Code's own is
+//!   never merged into), or when the agent id is not a plain file-name word.
 //!
 //! A file with none of these shapes is not touched (not even parsed for editing).
 
@@ -37,7 +41,7 @@ pub struct Repair;
 /// The stage's entry in the registry.
 pub const DEF: StageDef = StageDef {
     name: "repair",
-    about: "fix what Claude Code itself breaks: replayed history after a second /compact, snapshot-id collisions, retries parented on progress rows",
+    about: "fix what Claude Code itself breaks: replayed history after a second /compact, snapshot-id collisions, retries parented on progress rows, sub-agent records in the main file (moved to subagents/ when writing in place)",
     build,
 };
 
@@ -60,6 +64,11 @@ impl Stage for Repair {
         Scope::Session
     }
 
+    /// Records it moves out of the file must be redacted before they leave it.
+    fn cuts_text(&self) -> bool {
+        true
+    }
+
     fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
         repair(s, cx)
     }
@@ -72,7 +81,10 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
     if found.is_empty() {
         return Ok(());
     }
-    let mut remove: Vec<std::ops::Range<usize>> = Vec::new();
+    // Records to remove, marked: one pass removes them all (a drain per record from the
+    // middle of a large file would be quadratic).
+    let mut remove = vec![false; s.records.len()];
+    let mut copies_of: Vec<String> = Vec::new();
     // Where each replay's rows end: at the next replay (a third `/compact` re-appends the
     // same uuids again, and the rows after it hang from that copy), so each row is looked at
     // once.
@@ -113,7 +125,10 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
                 repoint_boundary(s, *boundary, &copied, logical.as_deref(), cx)?;
                 cx.count("repair.replayed_removed", copies.len() as u64);
                 cx.count("repair.reparented", moved);
-                remove.push(copies.clone());
+                for i in copies.clone() {
+                    remove[i] = true;
+                    copies_of.extend(uuid_of(s, i));
+                }
             }
             Damage::SnapshotCollision {
                 snapshot,
@@ -138,29 +153,73 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
                 set_parent(s, *prompt, p.as_deref(), cx)?;
                 cx.count("repair.reparented", 1);
             }
-            Damage::SubagentInMain { records, .. } => {
-                cx.count("repair.subagent_records_left", records.len() as u64);
+            Damage::SubagentInMain { agent, records } => {
+                if move_out(s, agent, records, cx) {
+                    for &i in records {
+                        remove[i] = true;
+                    }
+                    cx.count("repair.subagent_records_moved", records.len() as u64);
+                } else {
+                    cx.count("repair.subagent_records_left", records.len() as u64);
+                }
             }
         }
     }
-    let kept_uuids: Vec<String> = remove
-        .iter()
-        .flat_map(|r| r.clone())
-        .filter_map(|i| uuid_of(s, i))
-        .collect();
-    remove.sort_by_key(|r| std::cmp::Reverse(r.start));
-    for r in remove {
-        // One drain per run: removing copies one by one from the middle would be quadratic.
-        s.records.drain(r);
+    if !remove.contains(&true) {
+        return Ok(());
     }
+    let mut at = 0;
+    s.records.retain(|_| {
+        at += 1;
+        !remove[at - 1]
+    });
     s.reindex();
     // The copies' uuids live on in their originals: they are no tombstones.
-    for u in kept_uuids {
+    for u in copies_of {
         if s.by_uuid.contains_key(&u) {
             s.removed.remove(&u);
         }
     }
     Ok(())
+}
+
+/// Where the CLI writes sub-agent `agent`'s transcript, relative to the session's companion
+/// folder; `None` for an id that is not a plain file-name word (it could name a path).
+pub fn subagent_file(agent: &str) -> Option<std::path::PathBuf> {
+    let plain = !agent.is_empty()
+        && agent.len() <= 128
+        && agent
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    plain.then(|| std::path::PathBuf::from(format!("subagents/agent-{agent}.jsonl")))
+}
+
+/// Hand `records` (sub-agent `agent`'s, in file order) out as its companion file when the run
+/// can write one and the file is not there yet; true when they were.
+fn move_out(s: &Session<'_>, agent: &str, records: &[usize], cx: &mut Cx) -> bool {
+    let Some(rel) = subagent_file(agent) else {
+        return false;
+    };
+    let Some(c) = cx.companions.as_mut() else {
+        return false;
+    };
+    if c.existing.contains(&rel) || c.out.iter().any(|m| m.rel == rel) {
+        return false;
+    }
+    let mut bytes = Vec::new();
+    for &i in records {
+        s.records[i].write_to(&mut bytes);
+        // The main file's unended last line ends its line in the companion.
+        if s.records[i].term == crate::io::framing::Term::None {
+            bytes.push(b'\n');
+        }
+    }
+    c.out.push(crate::stages::MovedOut {
+        rel,
+        records: records.len() as u64,
+        bytes,
+    });
+    true
 }
 
 /// Point the boundary's references that name a copy at `logical`.
