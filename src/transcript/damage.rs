@@ -7,7 +7,7 @@
 //! writes and handles itself (a fork, a compaction, the compaction summariser's parents, an
 //! ordinary `file-history-snapshot` whose `messageId` names the prompt it belongs to).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::transcript::record::Kind;
 use crate::transcript::session::Session;
@@ -381,21 +381,36 @@ fn subagents_in_main(s: &Session<'_>, out: &mut Vec<Damage>) {
     if !(0..s.records.len()).any(|i| is_main_message(s, i)) {
         return;
     }
+    // A sub-agent is in the file when one of its sidechain messages is. The compaction
+    // summariser's records live in its own file; 1.0.x sidechains carry no agentId and stayed
+    // in the main file by design.
+    let agent_of = |i: usize| -> Option<&str> {
+        let h = s.header(i)?;
+        let a = h.agent_id().filter(|a| !a.starts_with("acompact"))?;
+        Some(a).filter(|_| h.is_sidechain && h.uuid().is_some())
+    };
     let mut agents: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for i in 0..s.records.len() {
+        if let Some(a) = agent_of(i) {
+            if !index.contains_key(a) {
+                index.insert(a.to_string(), agents.len());
+                agents.push((a.to_string(), Vec::new()));
+            }
+        }
+    }
+    if agents.is_empty() {
+        return;
+    }
+    // Its records: its sidechain messages, and the rows without a uuid that carry its agentId
+    // (2.1.x writes its API request rows so); never a main-chain record.
     for i in 0..s.records.len() {
         let Some(h) = s.header(i) else { continue };
-        if !h.is_sidechain || h.uuid().is_none() {
+        let Some(&k) = h.agent_id().and_then(|a| index.get(a)) else {
             continue;
-        }
-        let Some(a) = h.agent_id() else { continue };
-        // The compaction summariser's records live in its own file; 1.0.x sidechains carry
-        // no agentId and stayed in the main file by design.
-        if a.starts_with("acompact") {
-            continue;
-        }
-        match agents.iter_mut().find(|(x, _)| x == a) {
-            Some((_, v)) => v.push(i),
-            None => agents.push((a.to_string(), vec![i])),
+        };
+        if agent_of(i).is_some() || (!h.is_sidechain && h.uuid().is_none()) {
+            agents[k].1.push(i);
         }
     }
     for (agent, records) in agents {

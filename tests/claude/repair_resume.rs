@@ -488,3 +488,88 @@ fn compacts_in_one_interactive_process_are_not_replayed_by_2_1_328() {
         ));
     }
 }
+
+/// claude-code#23373 built from the pinned CLI's own sub-agent session (p04: the main agent
+/// runs a reviewer sub-agent): the sub-agent's records written into the main file, after the
+/// call that started it, instead of `subagents/agent-<id>.jsonl` (its `.meta.json` stays).
+/// `repair -i` moves them back: the file it writes is byte for byte the one the CLI wrote, the
+/// main file is the CLI's, and the repaired session resumes as the undamaged one.
+#[test]
+fn subagent_records_in_the_main_file_then_repair_moves_them_back() {
+    if claude_bin().is_none() {
+        note("#23373: no CLI");
+        return;
+    }
+    let src = corpus("generated/p04_subagent.jsonl");
+    let main = std::fs::read_to_string(&src).unwrap();
+    let comp = src.with_extension("");
+    let agent_file = std::fs::read_dir(comp.join("subagents"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("p04 has a sub-agent transcript");
+    let agent_rel = agent_file.strip_prefix(&comp).unwrap().to_path_buf();
+    let sub = std::fs::read_to_string(&agent_file).unwrap();
+    // The sub-agent's records go right after the main agent's call that started it.
+    let mut broken = String::new();
+    let mut placed = false;
+    for l in main.lines() {
+        broken += l;
+        broken += "\n";
+        if !placed && l.contains(r#""type":"tool_use""#) && l.contains(r#""name":"Agent""#) {
+            broken += &sub;
+            placed = true;
+        }
+    }
+    assert!(placed, "p04 calls the Agent tool");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    crate::support::copy_dir(&comp, &a.join(comp.file_name().unwrap()), &[]);
+    std::fs::copy(&src, a.join(src.file_name().unwrap())).unwrap();
+    crate::support::copy_dir(&comp, &b.join(comp.file_name().unwrap()), &[]);
+    let damaged = b.join(src.file_name().unwrap());
+    std::fs::write(&damaged, &broken).unwrap();
+    let b_agent = damaged.with_extension("").join(&agent_rel);
+    std::fs::remove_file(&b_agent).unwrap();
+
+    let v = crate::common::cchist()
+        .arg("validate")
+        .arg(&damaged)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(report.contains("subagent-in-main"), "{report}");
+    assert!(
+        report.contains(&format!("{} records of sub-agent", sub.lines().count())),
+        "{report}"
+    );
+
+    let (whole, lost) = resume_both(&a.join(src.file_name().unwrap()), &damaged);
+    let (whole, lost) = (whole.expect_ok("p04"), lost.expect_ok("#23373").to_vec());
+
+    ok(crate::common::cchist()
+        .args(["repair", "-i", "--force"])
+        .arg(&damaged));
+    assert_eq!(
+        std::fs::read_to_string(&damaged).unwrap(),
+        main,
+        "the CLI's main file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&b_agent).unwrap(),
+        sub,
+        "the CLI's sub-agent file"
+    );
+    let fixed = resume(&damaged).expect("CLI");
+    let fixed = fixed.expect_ok("the repaired session");
+    assert_conversation_eq(whole, fixed);
+    note(&format!(
+        "#23373: {} sub-agent records in the main file; resume sent {} of {} messages before the repair, {} after; the moved file is the CLI's byte for byte",
+        sub.lines().count(),
+        lost.len(),
+        whole.len(),
+        fixed.len()
+    ));
+}
