@@ -242,6 +242,8 @@ fn check_damage(data: &[u8], s: &Session<'_>, damage: &[Damage], out: &mut Vec<F
             .collect();
         let mut fixed = Session::new(records);
         let mut cx = crate::stages::Cx::new(crate::error::Origin::stdin());
+        // As `repair -i` does: sub-agent records move out.
+        cx.companions = Some(crate::stages::Companions::default());
         crate::stages::relink::repair::repair(&mut fixed, &mut cx)
             .ok()
             .map(|()| crate::transcript::damage::resume_reach(&fixed))

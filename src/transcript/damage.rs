@@ -183,7 +183,7 @@ impl Damage {
                 line(*progress)
             ),
             Damage::SubagentInMain { agent, records } => format!(
-                "{} records of sub-agent {agent} are in the main session file (claude-code#23373); they belong in subagents/agent-{agent}.jsonl",
+                "{} records of sub-agent {agent} are in the main session file (claude-code#23373); they belong in subagents/agent-{agent}.jsonl (`cchist repair -i` moves them there)",
                 records.len()
             ),
         }
