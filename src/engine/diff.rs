@@ -183,7 +183,10 @@ fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
                     &f.data,
                     &origin,
                     name,
-                    crate::engine::runner::companions_of(path),
+                    pipeline
+                        .moves_records()
+                        .then(|| crate::engine::runner::companions_of(path))
+                        .flatten(),
                 ),
                 Treatment::Text => {
                     let (_, r) = pipeline.run_text(&f.data, &origin)?;

@@ -380,6 +380,11 @@ impl Pipeline {
         cx
     }
 
+    /// Whether a stage may move records into companion files ([`Stage::moves_records`]).
+    pub fn moves_records(&self) -> bool {
+        self.stages.iter().any(|s| s.moves_records())
+    }
+
     /// What the pipeline does with secrets: replaces them when a stage does, else reports
     /// them when a stage does.
     pub fn secret_pass(&self) -> Secrets {

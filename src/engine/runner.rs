@@ -360,7 +360,10 @@ pub fn run_one_known(
                     &mut sink,
                     false,
                     seed,
-                    companions_of(path),
+                    pipeline
+                        .moves_records()
+                        .then(|| companions_of(path))
+                        .flatten(),
                 )?
                 .0;
             r.changed = sink
@@ -556,7 +559,10 @@ fn in_place(
             &mut sink,
             false,
             seed,
-            companions_of(path),
+            pipeline
+                .moves_records()
+                .then(|| companions_of(path))
+                .flatten(),
         )?
         .0;
     sink.finish().map_err(|e| Error::io(&origin, "write", e))?;

@@ -171,6 +171,12 @@ pub trait Stage: Send + Sync {
         false
     }
 
+    /// Whether the stage may move records out of the file into companion files
+    /// ([`Cx::companions`]): the runner then looks at what the session has beside it.
+    fn moves_records(&self) -> bool {
+        false
+    }
+
     /// Whether the stage can write text that was not in its input (a summary a command
     /// wrote, an edit document's content): what it adds or changes after a redact stage is
     /// then redacted again. False for a stage that only removes, moves or relinks what is

@@ -69,6 +69,10 @@ impl Stage for Repair {
         true
     }
 
+    fn moves_records(&self) -> bool {
+        true
+    }
+
     fn session(&self, s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
         repair(s, cx)
     }
