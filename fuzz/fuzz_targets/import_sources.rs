@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         force_model: false,
         source: source.name(),
     };
-    let jsonl = build::build(&conv, &target, &mut report);
+    let jsonl = build::build(conv, &target, &mut report);
     let findings =
         cchist::findings::validate::validate_named(&jsonl, Some(&target.session_id), true);
     assert!(findings.is_empty(), "{findings:?}");

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::claude::layout::SessionFile;
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
 use crate::io::input::{self, Input, Treatment};
@@ -607,12 +606,18 @@ fn in_place(
     Ok(report)
 }
 
+/// The companion folder of the session at `path` (`<id>.jsonl` → `<id>/`), as
+/// `claude::layout::SessionFile::companion_dir` names it (the engine sits below `claude`).
+fn companion_dir(path: &Path) -> PathBuf {
+    path.with_extension("")
+}
+
 /// What the session at `path` has beside it that records could be moved into: the
 /// companion files that exist (`subagents/*`), which nothing is moved into. `None` (nothing
 /// moves) when its companion folder, or `subagents/` in it, is there but not a plain folder
 /// (a link is not followed: writes never leave the folder given).
 pub(crate) fn companions_of(path: &Path) -> Option<Companions> {
-    let comp = SessionFile::from_path(path).companion_dir();
+    let comp = companion_dir(path);
     let mut existing = std::collections::HashSet::new();
     for dir in [comp.clone(), comp.join("subagents")] {
         match std::fs::symlink_metadata(&dir) {
@@ -639,7 +644,7 @@ pub(crate) fn companions_of(path: &Path) -> Option<Companions> {
 /// then leaves those records where they are). Returns the files created; on an error those
 /// created so far are removed.
 fn write_moved(path: &Path, moved: &[MovedOut], mode: u32) -> Result<Vec<PathBuf>> {
-    let comp = SessionFile::from_path(path).companion_dir();
+    let comp = companion_dir(path);
     let mut created = Vec::new();
     for m in moved {
         let dest = comp.join(&m.rel);

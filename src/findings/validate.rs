@@ -404,7 +404,8 @@ fn check_written_as_claude(
         if !suspect {
             continue;
         }
-        let Ok(v) = crate::transcript::record::parse_value(r.raw()) else {
+        // Read only: numbers need not keep their text.
+        let Ok(v) = crate::transcript::record::parse_plain_value(r.raw()) else {
             continue;
         };
         let Some(blocks) = v.pointer("/message/content").and_then(|c| c.as_array()) else {

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::tools::{self, Mapped};
 use super::{Action, Block, Conversation, Message, Report, Role, CLAUDE_VERSION};
@@ -59,14 +59,21 @@ enum Call {
     Folded(String),
 }
 
-/// Records for `conv`, one JSON line each, as the pinned CLI writes them.
-pub fn build(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<u8> {
+/// Records for `conv`, one JSON line each, as the pinned CLI writes them. Takes the
+/// conversation whole: its text moves into the records (a 100 MB source is not copied twice).
+pub fn build(conv: Conversation, t: &Target, report: &mut Report) -> Vec<u8> {
     let messages = normalize(conv, t, report);
-    let mut out = Vec::new();
+    // Room for every text once, plus each record's envelope: the output is not regrown (a
+    // 100 MB Vec doubled into place copies it twice over).
+    let room: usize = messages
+        .iter()
+        .map(|m| 600 + m.blocks.iter().map(block_len).sum::<usize>())
+        .sum();
+    let mut out = Vec::with_capacity(room);
     let mut parent: Option<String> = None;
     let base = clock::parse(&clock::now()).unwrap_or(std::time::SystemTime::UNIX_EPOCH);
     let mut last_ts: Option<std::time::SystemTime> = None;
-    for m in &messages {
+    for m in messages {
         let ts = m
             .timestamp
             .as_deref()
@@ -75,59 +82,128 @@ pub fn build(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<u8> {
             .unwrap_or(base);
         last_ts = Some(ts);
         let uuid = uuid::Uuid::new_v4().to_string();
-        let mut r = Map::new();
-        r.insert(
-            "parentUuid".into(),
-            parent.clone().map_or(Value::Null, Value::String),
-        );
-        r.insert("isSidechain".into(), Value::Bool(false));
-        r.insert("userType".into(), "external".into());
-        r.insert(
-            "cwd".into(),
-            m.cwd.clone().unwrap_or_else(|| t.cwd.clone()).into(),
-        );
-        r.insert("sessionId".into(), t.session_id.clone().into());
-        r.insert("version".into(), CLAUDE_VERSION.into());
-        r.insert("gitBranch".into(), t.git_branch.clone().into());
-        let content: Vec<Value> = m.blocks.iter().map(block_json).collect();
-        match m.role {
-            Role::User => {
-                r.insert("type".into(), "user".into());
-                let content = match (&m.blocks[..], content.len()) {
-                    ([Block::Text(s)], 1) => Value::String(s.clone()),
-                    _ => Value::Array(content),
-                };
-                r.insert(
-                    "message".into(),
-                    json!({"role": "user", "content": content}),
-                );
-            }
-            Role::Assistant => {
-                r.insert("type".into(), "assistant".into());
-                let tool = m.blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-                let id = format!("msg_import_{}", uuid.replace('-', ""));
-                r.insert(
-                    "message".into(),
-                    json!({
-                        "id": id,
-                        "type": "message",
-                        "role": "assistant",
-                        "model": model_of(m, t),
-                        "content": content,
-                        "stop_reason": if tool { "tool_use" } else { "end_turn" },
-                        "stop_sequence": null,
-                        "usage": {"input_tokens": 0, "output_tokens": 0},
-                    }),
-                );
-            }
-        }
-        r.insert("uuid".into(), uuid.clone().into());
-        r.insert("timestamp".into(), clock::rfc3339(ts).into());
-        serde_json::to_writer(&mut out, &Value::Object(r)).expect("serializing a Value");
+        let tool = m.blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+        let model = model_of(&m, t);
+        let role = m.role;
+        let cwd = m.cwd.unwrap_or_else(|| t.cwd.clone());
+        let mut blocks = m.blocks;
+        // A lone text block is written as a string, as the CLI writes a typed prompt.
+        let content = match (&mut blocks[..], role) {
+            ([Block::Text(s)], Role::User) => Value::String(std::mem::take(s)),
+            _ => Value::Array(blocks.into_iter().map(block_json).collect()),
+        };
+        let message = match role {
+            Role::User => MessageOut::User {
+                role: "user",
+                content,
+            },
+            Role::Assistant => MessageOut::Assistant {
+                id: format!("msg_import_{}", uuid.replace('-', "")),
+                ty: "message",
+                role: "assistant",
+                model,
+                content,
+                stop_reason: if tool { "tool_use" } else { "end_turn" },
+                stop_sequence: None,
+                usage: Usage {
+                    input_tokens: 0,
+                    output_tokens: 0,
+                },
+            },
+        };
+        let record = RecordOut {
+            parent_uuid: parent.as_deref(),
+            is_sidechain: false,
+            user_type: "external",
+            cwd: &cwd,
+            session_id: &t.session_id,
+            version: CLAUDE_VERSION,
+            git_branch: &t.git_branch,
+            ty: match role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            },
+            message,
+            uuid: &uuid,
+            timestamp: clock::rfc3339(ts),
+        };
+        serde_json::to_writer(&mut out, &record).expect("serializing to memory");
         out.push(b'\n');
         parent = Some(uuid);
     }
     out
+}
+
+/// One record as the pinned CLI writes it, fields in its order: serialized straight from the
+/// conversation's strings (no `Value` tree of the whole record is built).
+#[derive(serde::Serialize)]
+struct RecordOut<'a> {
+    #[serde(rename = "parentUuid")]
+    parent_uuid: Option<&'a str>,
+    #[serde(rename = "isSidechain")]
+    is_sidechain: bool,
+    #[serde(rename = "userType")]
+    user_type: &'static str,
+    cwd: &'a str,
+    #[serde(rename = "sessionId")]
+    session_id: &'a str,
+    version: &'static str,
+    #[serde(rename = "gitBranch")]
+    git_branch: &'a str,
+    #[serde(rename = "type")]
+    ty: &'static str,
+    message: MessageOut,
+    uuid: &'a str,
+    timestamp: String,
+}
+
+/// A record's `message`.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum MessageOut {
+    User {
+        role: &'static str,
+        content: Value,
+    },
+    Assistant {
+        id: String,
+        #[serde(rename = "type")]
+        ty: &'static str,
+        role: &'static str,
+        model: String,
+        content: Value,
+        stop_reason: &'static str,
+        stop_sequence: Option<()>,
+        usage: Usage,
+    },
+}
+
+/// An assistant message's `usage` (an import spent no tokens).
+#[derive(serde::Serialize)]
+struct Usage {
+    input_tokens: u64,
+    output_tokens: u64,
+}
+
+/// About how many bytes a block writes (its texts), to size the output once.
+fn block_len(b: &Block) -> usize {
+    match b {
+        Block::Text(s) => s.len() + 32,
+        Block::Image { data, .. } => data.len() + 96,
+        Block::ToolUse { input, .. } => {
+            256 + input.as_object().map_or(0, |o| {
+                o.values()
+                    .map(|v| v.as_str().map_or(64, str::len))
+                    .sum::<usize>()
+            })
+        }
+        Block::ToolResult { content, .. } => 96 + content.iter().map(block_len).sum::<usize>(),
+        Block::Thinking {
+            thinking,
+            signature,
+        } => thinking.len() + signature.len() + 64,
+        Block::Raw(_) => 256,
+    }
 }
 
 /// The model an assistant record names: `--model`, else the message's, else the
@@ -143,7 +219,7 @@ fn model_of(m: &Message, t: &Target) -> String {
         .unwrap_or_else(|| format!("{}-import", t.source))
 }
 
-fn block_json(b: &Block) -> Value {
+fn block_json(b: Block) -> Value {
     match b {
         Block::Text(s) => json!({"type": "text", "text": s}),
         Block::Image {
@@ -151,7 +227,7 @@ fn block_json(b: &Block) -> Value {
             data,
             url,
         } => {
-            if *url {
+            if url {
                 json!({"type": "image", "source": {"type": "url", "url": data}})
             } else {
                 json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
@@ -162,17 +238,17 @@ fn block_json(b: &Block) -> Value {
         } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
         Block::ToolResult {
             tool_use_id,
-            content,
+            mut content,
             is_error,
         } => {
-            let content = match &content[..] {
-                [Block::Text(s)] => Value::String(s.clone()),
+            let content = match &mut content[..] {
+                [Block::Text(s)] => Value::String(std::mem::take(s)),
                 [] => Value::String(String::new()),
-                c => Value::Array(c.iter().map(block_json).collect()),
+                _ => Value::Array(content.into_iter().map(block_json).collect()),
             };
             let mut v =
                 json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content});
-            if *is_error {
+            if is_error {
                 v["is_error"] = Value::Bool(true);
             }
             v
@@ -181,7 +257,7 @@ fn block_json(b: &Block) -> Value {
             thinking,
             signature,
         } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
-        Block::Raw(v) => v.clone(),
+        Block::Raw(v) => v,
     }
 }
 
@@ -199,7 +275,7 @@ fn result_text(content: &[Block]) -> String {
 
 /// Tool calls mapped or folded, results joined to their calls, messages merged by role,
 /// every call answered.
-fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Message> {
+fn normalize(conv: Conversation, t: &Target, report: &mut Report) -> Vec<Message> {
     let mut calls: HashMap<String, Call> = HashMap::new();
     let mut used: HashSet<String> = HashSet::new();
     let mut n = 0usize;
@@ -212,24 +288,34 @@ fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Messag
         id
     };
     let mut out: Vec<Message> = Vec::new();
-    let mut cwd = conv.cwd.clone();
-    for m in &conv.messages {
+    let mut cwd = conv.cwd;
+    for m in conv.messages {
         if m.cwd.is_some() {
             cwd.clone_from(&m.cwd);
         }
         let mut blocks = Vec::new();
-        for b in &m.blocks {
+        for b in m.blocks {
             match b {
                 Block::ToolUse {
                     id,
                     name,
                     input,
                     dialect,
-                } => match tools::map(*dialect, name, input, cwd.as_deref()) {
+                } => match tools::map(dialect, &name, &input, cwd.as_deref()) {
                     Mapped::Calls(cs) => {
                         let mut ids = Vec::new();
-                        for (i, (cname, cinput)) in cs.iter().enumerate() {
-                            let base = if cs.len() > 1 {
+                        let why = (dialect != super::Dialect::Native).then(|| {
+                            format!(
+                                "{name} → {}",
+                                cs.iter()
+                                    .map(|c| c.0.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        });
+                        let many = cs.len() > 1;
+                        for (i, (cname, cinput)) in cs.into_iter().enumerate() {
+                            let base = if many {
                                 format!("{id}_{}", i + 1)
                             } else {
                                 id.clone()
@@ -238,22 +324,15 @@ fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Messag
                             ids.push(nid.clone());
                             blocks.push(Block::ToolUse {
                                 id: nid,
-                                name: cname.clone(),
-                                input: cinput.clone(),
+                                name: cname,
+                                input: cinput,
                                 dialect: super::Dialect::Native,
                             });
                         }
-                        if *dialect != super::Dialect::Native {
-                            let why = format!(
-                                "{name} → {}",
-                                cs.iter()
-                                    .map(|c| c.0.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            );
+                        if let Some(why) = why {
                             report.add("tool call", Action::Mapped, &why);
                         }
-                        calls.insert(id.clone(), Call::Mapped(ids));
+                        calls.insert(id, Call::Mapped(ids));
                     }
                     Mapped::Unmapped => {
                         report.add(
@@ -263,19 +342,20 @@ fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Messag
                                 "{name}: no Claude Code tool means the same; rendered as text"
                             ),
                         );
-                        blocks.push(Block::Text(tools::render_call(t.source, name, input)));
-                        calls.insert(id.clone(), Call::Folded(name.clone()));
+                        blocks.push(Block::Text(tools::render_call(t.source, &name, &input)));
+                        calls.insert(id, Call::Folded(name));
                     }
                 },
                 Block::ToolResult {
                     tool_use_id,
                     content,
                     is_error,
-                } => match calls.get(tool_use_id) {
+                } => match calls.get(&tool_use_id) {
                     Some(Call::Mapped(ids)) => {
-                        for (i, nid) in ids.iter().enumerate() {
-                            let content = if i == 0 {
-                                content.clone()
+                        let mut first = Some(content);
+                        for nid in ids {
+                            let content = if let Some(c) = first.take() {
+                                c
                             } else {
                                 vec![Block::Text(
                                     "(applied by the same call; its output is on the first part)"
@@ -285,21 +365,20 @@ fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Messag
                             blocks.push(Block::ToolResult {
                                 tool_use_id: nid.clone(),
                                 content,
-                                is_error: *is_error,
+                                is_error,
                             });
                         }
                     }
                     Some(Call::Folded(name)) => {
                         blocks.push(Block::Text(tools::render_result(
                             name,
-                            &result_text(content),
-                            *is_error,
+                            &result_text(&content),
+                            is_error,
                         )));
                         blocks.extend(
                             content
-                                .iter()
-                                .filter(|b| matches!(b, Block::Image { .. }))
-                                .cloned(),
+                                .into_iter()
+                                .filter(|b| matches!(b, Block::Image { .. })),
                         );
                     }
                     None => {
@@ -309,14 +388,14 @@ fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Messag
                             "answers no call in the source; rendered as text",
                         );
                         blocks.push(Block::Text(tools::render_result(
-                            tool_use_id,
-                            &result_text(content),
-                            *is_error,
+                            &tool_use_id,
+                            &result_text(&content),
+                            is_error,
                         )));
                     }
                 },
                 Block::Text(s) if s.trim().is_empty() => {}
-                b => blocks.push(b.clone()),
+                b => blocks.push(b),
             }
         }
         if blocks.is_empty() {
@@ -367,13 +446,15 @@ fn normalize(conv: &Conversation, t: &Target, report: &mut Report) -> Vec<Messag
 /// results put first, a missing one written (and counted), a result no call of the message
 /// before asked for rendered as text.
 fn answer_every_call(out: &mut Vec<Message>, report: &mut Report) {
-    let mut i = 0;
-    while i < out.len() {
-        if out[i].role != Role::Assistant {
-            i += 1;
+    // Rebuilt in one pass: a user message inserted after each unanswered call would shift
+    // the rest every time (quadratic on a long history of calls without outputs).
+    let mut messages = std::mem::take(out).into_iter().peekable();
+    while let Some(m) = messages.next() {
+        if m.role != Role::Assistant {
+            out.push(m);
             continue;
         }
-        let asked: Vec<String> = out[i]
+        let asked: Vec<String> = m
             .blocks
             .iter()
             .filter_map(|b| match b {
@@ -381,18 +462,21 @@ fn answer_every_call(out: &mut Vec<Message>, report: &mut Report) {
                 _ => None,
             })
             .collect();
-        let next_is_user = out.get(i + 1).is_some_and(|m| m.role == Role::User);
-        if !next_is_user {
-            if asked.is_empty() {
-                i += 1;
-                continue;
-            }
-            let mut m = Message::new(Role::User, Vec::new());
-            m.timestamp.clone_from(&out[i].timestamp);
-            m.cwd.clone_from(&out[i].cwd);
-            out.insert(i + 1, m);
+        let next_is_user = messages.peek().is_some_and(|n| n.role == Role::User);
+        if !next_is_user && asked.is_empty() {
+            out.push(m);
+            continue;
         }
-        let user = &mut out[i + 1];
+        let mut user = match messages.next_if(|n| n.role == Role::User) {
+            Some(u) => u,
+            None => {
+                let mut u = Message::new(Role::User, Vec::new());
+                u.timestamp.clone_from(&m.timestamp);
+                u.cwd.clone_from(&m.cwd);
+                u
+            }
+        };
+        out.push(m);
         let mut results: HashMap<String, Block> = HashMap::new();
         let mut rest = Vec::new();
         for b in std::mem::take(&mut user.blocks) {
@@ -442,7 +526,7 @@ fn answer_every_call(out: &mut Vec<Message>, report: &mut Report) {
         }
         blocks.extend(rest);
         user.blocks = blocks;
-        i += 2;
+        out.push(user);
     }
 }
 
@@ -464,7 +548,7 @@ mod tests {
 
     fn records(conv: &Conversation) -> Vec<Value> {
         let mut r = Report::default();
-        let out = build(conv, &target(), &mut r);
+        let out = build(conv.clone(), &target(), &mut r);
         out.split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
             .map(|l| serde_json::from_slice(l).unwrap())

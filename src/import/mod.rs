@@ -485,7 +485,7 @@ pub fn convert(
         force_model: opts.model.is_some(),
         source: source.name(),
     };
-    let records = build::build(&conv, &target, &mut report);
+    let records = build::build(conv, &target, &mut report);
     let origin = crate::error::Origin::file(path);
     let mut jsonl = Vec::with_capacity(records.len());
     let mut sink = crate::io::output::SpanWriter::new(&mut jsonl);

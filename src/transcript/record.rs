@@ -353,6 +353,9 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, String> {
     crate::json::number::parse(bytes, parse_plain_value)
 }
 
+/// Below this nesting serde_json parses without its recursion limit tripping (it refuses 128).
+const SERDE_JSON_DEPTH: usize = 100;
+
 /// Parse a full JSON value as serde_json reads it (numbers as `u64`/`i64`/`f64`), for reading
 /// only. Lines nested deeper than [`MAX_VALUE_DEPTH`] are refused.
 pub fn parse_plain_value(bytes: &[u8]) -> Result<Value, String> {
@@ -361,6 +364,12 @@ pub fn parse_plain_value(bytes: &[u8]) -> Result<Value, String> {
         return Err(format!(
             "JSON nested {depth} levels deep (more than {MAX_VALUE_DEPTH}); cchist passes such a record through but cannot edit it"
         ));
+    }
+    // Within serde_json's own recursion limit (128) its recursive parser is safe on any
+    // thread's stack; deeper lines grow the stack as they go (serde_stacker costs a closure
+    // per container: a third of the parse of an ordinary record).
+    if depth < SERDE_JSON_DEPTH {
+        return serde_json::from_slice(bytes).map_err(|e| e.to_string());
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     de.disable_recursion_limit();
