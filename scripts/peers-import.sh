@@ -46,7 +46,7 @@ cargo build --quiet
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 CLAUDE=${CCHIST_CLAUDE_BIN:-$PWD/target/claude-cli/node_modules/@anthropic-ai/claude-code-linux-x64/claude}
 python3 - "$PWD" "$VENV/bin" "$TARGET/debug/cchist" "$CLAUDE" <<'PY'
-import http.server, json, os, re, shutil, socket, subprocess, sys, tempfile, threading
+import http.server, json, os, re, shutil, subprocess, sys, tempfile, threading
 
 repo, venv, cchist, claude = sys.argv[1:5]
 SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzzzzKEYimport"  # as tests/it/import.rs::planted
