@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use cchist::claude::layout;
 use cchist::engine::config;
 use cchist::error::ExitStatus;
-use cchist::import::{self, codex, History, Options};
+use cchist::import::{self, codex, opencode, History, Options};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
@@ -25,6 +25,8 @@ pub enum From {
     Gemini,
     /// aider's `.aider.chat.history.md`.
     Aider,
+    /// opencode sessions: a `storage/session/<project>/<id>.json` file, or `opencode.db`.
+    Opencode,
 }
 
 impl From {
@@ -34,6 +36,7 @@ impl From {
             From::Codex => "codex",
             From::Gemini => "gemini",
             From::Aider => "aider",
+            From::Opencode => "opencode",
         }
     }
 }
@@ -56,14 +59,15 @@ pub struct ImportArgs {
     /// The source format; detected from the file when absent.
     #[arg(long, value_enum)]
     pub from: Option<From>,
-    /// Import the newest session of the agent (`--from codex|gemini`), under $CODEX_HOME
-    /// (default ~/.codex) or ~/.gemini.
+    /// Import the newest session of the agent (`--from codex|gemini|opencode`), under
+    /// $CODEX_HOME (default ~/.codex), ~/.gemini or $XDG_DATA_HOME/opencode (default
+    /// ~/.local/share/opencode).
     #[arg(long, requires = "from", conflicts_with = "session")]
     pub latest: bool,
     /// With --latest: the newest one that ran in DIR.
     #[arg(long, value_name = "DIR", requires = "latest")]
     pub cwd: Option<PathBuf>,
-    /// Import the agent's session whose file name holds ID (`--from codex|gemini`).
+    /// Import the agent's session whose file name holds ID (`--from codex|gemini|opencode`).
     #[arg(long, value_name = "ID", requires = "from")]
     pub session: Option<String>,
     /// The project the session belongs to (where `claude --resume` runs); default: the
@@ -79,7 +83,8 @@ pub struct ImportArgs {
     /// Write nothing; print the report.
     #[arg(long)]
     pub dry_run: bool,
-    /// Codex compactions: the full history, or only what the model saw after the last one.
+    /// Codex and opencode compactions: the full history, or only what the model saw after the
+    /// last one.
     #[arg(long, value_enum, default_value = "full")]
     pub history: HistoryArg,
     /// The model every imported assistant message names. Claude Code sends signed thinking
@@ -129,8 +134,9 @@ fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
             codex::rollouts(&home)
         }
         From::Gemini => gemini_chats(),
+        From::Opencode => return opencode_sessions(args),
         f => bail!(
-            "--latest and --session find sessions of codex or gemini, not {}",
+            "--latest and --session find sessions of codex, gemini or opencode, not {}",
             f.name()
         ),
     };
@@ -160,6 +166,45 @@ fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
                     .as_ref()
                     .map(|d| format!(" that ran in {}", d.display())))
                 .unwrap_or_default()
+        ),
+    }
+}
+
+/// The opencode session `--latest` / `--session` name, under `$XDG_DATA_HOME/opencode`
+/// (default `~/.local/share/opencode`): its file in the `storage/` tree.
+fn opencode_sessions(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
+    let home = opencode::data_home()
+        .context("cannot find opencode's folder: set XDG_DATA_HOME or HOME")?;
+    let want = args
+        .cwd
+        .as_ref()
+        .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone()));
+    let mut found: Vec<(f64, PathBuf)> = opencode::storage_sessions(&home)
+        .into_iter()
+        .filter_map(|p| {
+            let (id, dir, t) = opencode::storage_session_meta(&p)?;
+            let ok = args
+                .session
+                .as_ref()
+                .is_none_or(|s| id.contains(s.as_str()))
+                && want.as_ref().is_none_or(|w| Path::new(&dir) == w);
+            ok.then_some((t, p))
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.total_cmp(&b.0));
+    match found.pop() {
+        Some((_, p)) => Ok(vec![p]),
+        None => bail!(
+            "no opencode session found{} under {}; name the file instead",
+            args.session
+                .as_ref()
+                .map(|s| format!(" whose id holds `{s}`"))
+                .or_else(|| args
+                    .cwd
+                    .as_ref()
+                    .map(|d| format!(" that ran in {}", d.display())))
+                .unwrap_or_default(),
+            home.join("storage").display()
         ),
     }
 }

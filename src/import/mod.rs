@@ -18,6 +18,7 @@ pub mod build;
 pub mod codex;
 pub mod gemini;
 pub mod messages;
+pub mod opencode;
 pub mod tools;
 
 /// The Claude Code version imported records say wrote them: the CLI the test suite resumes
@@ -43,6 +44,9 @@ pub enum Dialect {
     Codex,
     /// Gemini CLI (`run_shell_command`, `read_file`, `replace`, …).
     Gemini,
+    /// opencode (`bash`, `read`, `write`, `edit`, `multiedit`, `apply_patch`, … with
+    /// camel-case arguments: `filePath`, `oldString`, `patchText`).
+    Opencode,
 }
 
 /// One block of a message, in the neutral model.
@@ -231,6 +235,19 @@ pub enum ImportError {
         /// What is wrong.
         reason: String,
     },
+    /// A row of a source database is not what its format defines (a database has no lines:
+    /// the row is named).
+    #[error("{}: {table} `{id}`: {reason}", path.display())]
+    MalformedRow {
+        /// The database file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// The row's id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The source could not be read.
     #[error("{}: {op}: {source}", path.display())]
     Io {
@@ -324,6 +341,7 @@ pub fn sources() -> &'static [&'static dyn Source] {
     &[
         &codex::Codex,
         &gemini::Gemini,
+        &opencode::Opencode,
         &messages::Messages,
         &aider::Aider,
     ]
