@@ -740,7 +740,7 @@ impl Source for Opencode {
     }
 
     fn detect(&self, path: &Path, head: &[u8]) -> bool {
-        if head.starts_with(b"SQLite format 3\0") {
+        if head.starts_with(super::SQLITE_MAGIC) {
             return path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("opencode"));
@@ -756,7 +756,7 @@ impl Source for Opencode {
         opts: &Options,
         report: &mut Report,
     ) -> Result<Conversation, ImportError> {
-        if data.starts_with(b"SQLite format 3\0") {
+        if data.starts_with(super::SQLITE_MAGIC) {
             return read_db(path, opts, report);
         }
         read_storage(path, data, opts, report)
@@ -770,9 +770,193 @@ fn read_db(
     _report: &mut Report,
 ) -> Result<Conversation, ImportError> {
     Err(ImportError::NotFound(format!(
-        "{}: an opencode database, and this cchist is built without the `opencode-sqlite` feature: build with it, or import the JSON `storage/` tree",
+        "{}: an opencode database, and this cchist is built without the `opencode-sqlite` feature: build with it, or import a session file of the JSON `storage/` tree",
         path.display()
     )))
+}
+
+/// One session of a database, for `--latest` / `--session`.
+#[derive(Debug, Clone)]
+pub struct DbSession {
+    /// Its id.
+    pub id: String,
+    /// The directory it ran in.
+    pub directory: String,
+    /// When it was last updated (epoch ms).
+    pub updated: f64,
+}
+
+#[cfg(feature = "opencode-sqlite")]
+fn open_db(path: &Path) -> Result<rusqlite::Connection, ImportError> {
+    use rusqlite::OpenFlags;
+    rusqlite::Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| db_error(path, e))
+}
+
+#[cfg(feature = "opencode-sqlite")]
+fn db_error(path: &Path, e: rusqlite::Error) -> ImportError {
+    ImportError::Io {
+        path: path.to_path_buf(),
+        op: "read (SQLite)",
+        source: std::io::Error::other(format!(
+            "{e}; is it opencode's database (tables session, message, part)?"
+        )),
+    }
+}
+
+/// A session row's `directory, parent_id, revert, time_created, time_updated`.
+#[cfg(feature = "opencode-sqlite")]
+type SessionCols = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<f64>,
+    Option<f64>,
+);
+
+/// A `data` column's JSON text (TEXT, as opencode writes it, or a BLOB).
+#[cfg(feature = "opencode-sqlite")]
+fn text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Vec<u8>> {
+    r.get_ref(i)?.as_bytes().map(<[u8]>::to_vec).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+/// The sessions of an opencode database.
+#[cfg(feature = "opencode-sqlite")]
+pub fn db_sessions(path: &Path) -> Result<Vec<DbSession>, ImportError> {
+    let c = open_db(path)?;
+    let mut st = c
+        .prepare("SELECT id, directory, time_updated FROM session")
+        .map_err(|e| db_error(path, e))?;
+    let rows = st
+        .query_map([], |r| {
+            Ok(DbSession {
+                id: r.get(0)?,
+                directory: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                updated: r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
+            })
+        })
+        .map_err(|e| db_error(path, e))?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| db_error(path, e))
+}
+
+/// Without the `opencode-sqlite` feature a database holds no session cchist can read.
+#[cfg(not(feature = "opencode-sqlite"))]
+pub fn db_sessions(_path: &Path) -> Result<Vec<DbSession>, ImportError> {
+    Ok(Vec::new())
+}
+
+/// The session of the database `--session` names (an id, or a part of one that only one id
+/// holds), read from its `session`, `message` and `part` rows.
+#[cfg(feature = "opencode-sqlite")]
+fn read_db(path: &Path, opts: &Options, report: &mut Report) -> Result<Conversation, ImportError> {
+    use rusqlite::OptionalExtension;
+    let err = |e| db_error(path, e);
+    let all = db_sessions(path)?;
+    let Some(want) = opts.session.as_deref() else {
+        return Err(ImportError::NotFound(format!(
+            "{}: an opencode database holds {} sessions: name one with --session ID (`--from opencode --latest` takes the newest)",
+            path.display(),
+            all.len()
+        )));
+    };
+    let hits: Vec<&DbSession> = match all.iter().find(|s| s.id == want) {
+        Some(s) => vec![s],
+        None => all.iter().filter(|s| s.id.contains(want)).collect(),
+    };
+    let sid = match hits[..] {
+        [s] => s.id.clone(),
+        [] => {
+            return Err(ImportError::NotFound(format!(
+                "{}: no session whose id holds `{want}`",
+                path.display()
+            )))
+        }
+        _ => {
+            return Err(ImportError::NotFound(format!(
+                "{}: {} sessions have ids holding `{want}`: give more of the id",
+                path.display(),
+                hits.len()
+            )))
+        }
+    };
+    let c = open_db(path)?;
+    let row = |table: &'static str, id: &str| Origin::Row {
+        db: path.to_path_buf(),
+        table,
+        id: id.to_string(),
+    };
+    // The session's columns as the JSON its storage file holds (the `revert` column is JSON).
+    let cols: Option<SessionCols> = c
+        .query_row(
+            "SELECT directory, parent_id, revert, time_created, time_updated FROM session WHERE id = ?1",
+            [&sid],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .optional()
+        .map_err(err)?;
+    let (directory, parent, revert, created, updated) = cols
+        .ok_or_else(|| ImportError::NotFound(format!("{}: no session `{sid}`", path.display())))?;
+    let revert = match revert {
+        Some(t) => serde_json::from_str::<Value>(&t)
+            .map_err(|e| row("session", &sid).error(1, format!("`revert` is not JSON: {e}")))?,
+        None => Value::Null,
+    };
+    let info = json!({"id": sid, "directory": directory, "parentID": parent, "revert": revert,
+        "time": {"created": created, "updated": updated}});
+    let session = Doc {
+        origin: row("session", &sid),
+        id: sid.clone(),
+        bytes: info.to_string().into_bytes(),
+    };
+    let mut parts: std::collections::HashMap<String, Vec<Doc>> = Default::default();
+    let mut st = c
+        .prepare("SELECT id, message_id, data FROM part WHERE session_id = ?1")
+        .map_err(err)?;
+    let rows = st
+        .query_map([&sid], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, text(r, 2)?))
+        })
+        .map_err(err)?;
+    for r in rows {
+        let (id, mid, data) = r.map_err(err)?;
+        parts.entry(mid).or_default().push(Doc {
+            origin: row("part", &id),
+            id,
+            bytes: data,
+        });
+    }
+    let mut st = c
+        .prepare("SELECT id, data FROM message WHERE session_id = ?1")
+        .map_err(err)?;
+    let rows = st
+        .query_map([&sid], |r| Ok((r.get::<_, String>(0)?, text(r, 1)?)))
+        .map_err(err)?;
+    let mut messages = Vec::new();
+    for r in rows {
+        let (id, data) = r.map_err(err)?;
+        let ps = parts.remove(&id).unwrap_or_default();
+        messages.push((
+            Doc {
+                origin: row("message", &id),
+                id,
+                bytes: data,
+            },
+            ps,
+        ));
+    }
+    if messages.is_empty() {
+        return Err(ImportError::NotFound(format!(
+            "{}: session `{sid}` has no messages",
+            path.display()
+        )));
+    }
+    conversation(&session, messages, opts, report)
 }
 
 #[cfg(test)]

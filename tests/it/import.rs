@@ -778,3 +778,183 @@ fn opencode_malformed_part_says_where_and_writes_nothing() {
     );
     assert!(!cfg.exists());
 }
+
+/// `opencode.db` made from the fixture's storage tree as opencode's JSON migration makes it
+/// (`storage/json-migration.ts`): ids from the file names, the JSON less its ids in `data`,
+/// the session's `revert` a JSON column; rows inserted in an order that is not the
+/// conversation's, so the reader orders them.
+#[cfg(feature = "opencode-sqlite")]
+fn opencode_db(dir: &Path, cwd: &Path) -> PathBuf {
+    let session = opencode_tree(dir, cwd);
+    let storage = session
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
+    let db = dir.join("data/opencode/opencode.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,
+            slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL,
+            revert TEXT, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);",
+    )
+    .unwrap();
+    let read = |p: &Path| -> serde_json::Map<String, Value> {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let stem = |p: &Path| p.file_stem().unwrap().to_string_lossy().into_owned();
+    let files = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v.reverse();
+        v
+    };
+    let s = read(&session);
+    let sid = stem(&session);
+    let t = |o: &serde_json::Map<String, Value>, k: &str| o["time"][k].as_i64().unwrap_or(0);
+    c.execute(
+        "INSERT INTO session VALUES (?1, 'p', NULL, 'slug', ?2, 'title', '1.0.0', ?3, ?4, ?5)",
+        rusqlite::params![
+            sid,
+            s["directory"].as_str().unwrap(),
+            s["revert"].to_string(),
+            t(&s, "created"),
+            t(&s, "updated")
+        ],
+    )
+    .unwrap();
+    for m in files(&storage.join("message").join(&sid)) {
+        let mut o = read(&m);
+        let created = t(&o, "created");
+        o.remove("id");
+        o.remove("sessionID");
+        let mid = stem(&m);
+        c.execute(
+            "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+            rusqlite::params![mid, sid, created, Value::Object(o).to_string()],
+        )
+        .unwrap();
+        for p in files(&storage.join("part").join(&mid)) {
+            let mut o = read(&p);
+            for k in ["id", "sessionID", "messageID"] {
+                o.remove(k);
+            }
+            c.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, 0, 0, ?4)",
+                rusqlite::params![stem(&p), mid, sid, Value::Object(o).to_string()],
+            )
+            .unwrap();
+        }
+    }
+    drop(c);
+    // The database alone: no storage tree to fall back on.
+    std::fs::remove_dir_all(storage).unwrap();
+    db
+}
+
+/// What a session's records say, less what each import makes anew (uuids, session id, message
+/// ids).
+fn conversation_of(recs: &[Value]) -> Vec<Value> {
+    recs.iter()
+        .map(|r| {
+            serde_json::json!([
+                r["type"],
+                r["timestamp"],
+                r["cwd"],
+                r["message"]["model"],
+                r["message"]["content"]
+            ])
+        })
+        .collect()
+}
+
+#[test]
+#[cfg(feature = "opencode-sqlite")]
+fn opencode_db_imports_as_its_storage_tree_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = opencode_tree(tmp.path(), tmp.path());
+    let (want, _) = import_out(tmp.path(), &[tree.to_str().unwrap()]);
+    let (want_active, _) = import_out(tmp.path(), &[tree.to_str().unwrap(), "--history", "active"]);
+    let db = opencode_db(tmp.path(), tmp.path());
+    // Named, with --session (detected as opencode's by its header and name).
+    let (got, err) = import_out(
+        tmp.path(),
+        &[db.to_str().unwrap(), "--session", "FixtureSession"],
+    );
+    assert_well_formed(&got);
+    assert!(err.contains("opencode.db (opencode)"), "{err}");
+    assert_eq!(conversation_of(&got), conversation_of(&want));
+    let (got, _) = import_out(
+        tmp.path(),
+        &[
+            db.to_str().unwrap(),
+            "--from",
+            "opencode",
+            "--session",
+            "ses_1f0aa0000000FixtureSession",
+            "--history",
+            "active",
+        ],
+    );
+    assert_eq!(conversation_of(&got), conversation_of(&want_active));
+    // Found under XDG_DATA_HOME by --latest.
+    let out = cchist()
+        .args(["import", "--from", "opencode", "--latest", "-o", "-"])
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
+        .env("CLAUDE_CONFIG_DIR", tmp.path().join("claude"))
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let recs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(conversation_of(&recs), conversation_of(&want));
+    // Without --session: which one, said; a bad row: named, exit 2, nothing written.
+    let cfg = tmp.path().join("claude");
+    let out = cchist()
+        .args(["import", db.to_str().unwrap()])
+        .env("CLAUDE_CONFIG_DIR", &cfg)
+        .output()
+        .unwrap();
+    assert_code(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name one with --session ID"));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE part SET data = '{\"type\": \"tool\", \"callID\": \"x\"' WHERE id = 'prt_1f0aa0000017FixturePart'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let out = cchist()
+        .args([
+            "import",
+            db.to_str().unwrap(),
+            "--session",
+            "FixtureSession",
+        ])
+        .env("CLAUDE_CONFIG_DIR", &cfg)
+        .output()
+        .unwrap();
+    assert_code(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: part `prt_1f0aa0000017FixturePart`: not JSON",
+            db.display()
+        )),
+        "{err}"
+    );
+    assert!(!cfg.exists(), "nothing written");
+}
