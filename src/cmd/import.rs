@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use cchist::claude::layout;
 use cchist::engine::config;
 use cchist::error::ExitStatus;
-use cchist::import::{self, codex, History, Options};
+use cchist::import::{self, codex, opencode, History, Options};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
@@ -25,6 +25,8 @@ pub enum From {
     Gemini,
     /// aider's `.aider.chat.history.md`.
     Aider,
+    /// opencode sessions: a `storage/session/<project>/<id>.json` file, or `opencode.db`.
+    Opencode,
 }
 
 impl From {
@@ -34,6 +36,7 @@ impl From {
             From::Codex => "codex",
             From::Gemini => "gemini",
             From::Aider => "aider",
+            From::Opencode => "opencode",
         }
     }
 }
@@ -56,15 +59,17 @@ pub struct ImportArgs {
     /// The source format; detected from the file when absent.
     #[arg(long, value_enum)]
     pub from: Option<From>,
-    /// Import the newest session of the agent (`--from codex|gemini`), under $CODEX_HOME
-    /// (default ~/.codex) or ~/.gemini.
+    /// Import the newest session of the agent (`--from codex|gemini|opencode`), under
+    /// $CODEX_HOME (default ~/.codex), ~/.gemini or $XDG_DATA_HOME/opencode (default
+    /// ~/.local/share/opencode).
     #[arg(long, requires = "from", conflicts_with = "session")]
     pub latest: bool,
     /// With --latest: the newest one that ran in DIR.
     #[arg(long, value_name = "DIR", requires = "latest")]
     pub cwd: Option<PathBuf>,
-    /// Import the agent's session whose file name holds ID (`--from codex|gemini`).
-    #[arg(long, value_name = "ID", requires = "from")]
+    /// Import the agent's session whose file name holds ID (`--from codex|gemini|opencode`);
+    /// with `--from opencode` and an `opencode.db` SOURCE, that session of the database.
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// The project the session belongs to (where `claude --resume` runs); default: the
     /// source's working directory, else the current one.
@@ -79,7 +84,8 @@ pub struct ImportArgs {
     /// Write nothing; print the report.
     #[arg(long)]
     pub dry_run: bool,
-    /// Codex compactions: the full history, or only what the model saw after the last one.
+    /// Codex and opencode compactions: the full history, or only what the model saw after the
+    /// last one.
     #[arg(long, value_enum, default_value = "full")]
     pub history: HistoryArg,
     /// The model every imported assistant message names. Claude Code sends signed thinking
@@ -119,9 +125,12 @@ fn gemini_chats() -> Vec<PathBuf> {
     out
 }
 
-/// The files `--latest` / `--session` name.
-fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
-    let from = args.from.expect("clap requires --from");
+/// The files `--latest` / `--session` name (with the session of a database that holds
+/// many).
+fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<(PathBuf, Option<String>)>> {
+    let Some(from) = args.from else {
+        bail!("--session finds a session with --from codex|gemini|opencode, or in an opencode database given as SOURCE");
+    };
     let all = match from {
         From::Codex => {
             let home = codex::codex_home()
@@ -129,8 +138,9 @@ fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
             codex::rollouts(&home)
         }
         From::Gemini => gemini_chats(),
+        From::Opencode => return opencode_sessions(args),
         f => bail!(
-            "--latest and --session find sessions of codex or gemini, not {}",
+            "--latest and --session find sessions of codex, gemini or opencode, not {}",
             f.name()
         ),
     };
@@ -148,7 +158,7 @@ fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
         all.into_iter().next_back()
     };
     match found {
-        Some(p) => Ok(vec![p]),
+        Some(p) => Ok(vec![(p, None)]),
         None => bail!(
             "no {} session found{}; name the file instead",
             from.name(),
@@ -164,6 +174,56 @@ fn find_sources(args: &ImportArgs) -> anyhow::Result<Vec<PathBuf>> {
     }
 }
 
+/// The opencode session `--latest` / `--session` name, under `$XDG_DATA_HOME/opencode`
+/// (default `~/.local/share/opencode`): in `opencode.db` (with the `opencode-sqlite`
+/// feature) or the `storage/` tree, the newest that matches; the database and its id, or the
+/// session's file.
+fn opencode_sessions(args: &ImportArgs) -> anyhow::Result<Vec<(PathBuf, Option<String>)>> {
+    let home = opencode::data_home()
+        .context("cannot find opencode's folder: set XDG_DATA_HOME or HOME")?;
+    let want = args
+        .cwd
+        .as_ref()
+        .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone()));
+    let fits = |id: &str, dir: &str| {
+        args.session
+            .as_ref()
+            .is_none_or(|s| id.contains(s.as_str()))
+            && want.as_ref().is_none_or(|w| Path::new(dir) == w)
+    };
+    let mut found: Vec<(f64, PathBuf, Option<String>)> = opencode::storage_sessions(&home)
+        .into_iter()
+        .filter_map(|p| {
+            let (id, dir, t) = opencode::storage_session_meta(&p)?;
+            fits(&id, &dir).then_some((t, p, None))
+        })
+        .collect();
+    let db = home.join("opencode.db");
+    if db.is_file() {
+        for s in opencode::db_sessions(&db)? {
+            if fits(&s.id, &s.directory) {
+                found.push((s.updated, db.clone(), Some(s.id)));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.0.total_cmp(&b.0));
+    match found.pop() {
+        Some((_, p, id)) => Ok(vec![(p, id)]),
+        None => bail!(
+            "no opencode session found{} under {}; name the file instead",
+            args.session
+                .as_ref()
+                .map(|s| format!(" whose id holds `{s}`"))
+                .or_else(|| args
+                    .cwd
+                    .as_ref()
+                    .map(|d| format!(" that ran in {}", d.display())))
+                .unwrap_or_default(),
+            home.display()
+        ),
+    }
+}
+
 /// A path as the CLI resolves a working directory: real, when it exists.
 fn real(p: &Path) -> String {
     p.canonicalize()
@@ -173,10 +233,16 @@ fn real(p: &Path) -> String {
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<ExitStatus> {
-    let sources = if args.latest || args.session.is_some() {
+    // An opencode database named with `--session`: that session of it.
+    let in_named =
+        !args.sources.is_empty() && !args.latest && args.from.is_none_or(|f| f == From::Opencode);
+    let sources = if (args.latest || args.session.is_some()) && !in_named {
         find_sources(&args)?
     } else {
-        args.sources.clone()
+        args.sources
+            .iter()
+            .map(|p| (p.clone(), args.session.clone()))
+            .collect()
     };
     if args.output.is_some() && sources.len() > 1 {
         bail!("-o writes one session: import one SOURCE at a time with it");
@@ -188,13 +254,18 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitStatus> {
             HistoryArg::Active => History::Active,
         },
         model: args.model.clone(),
+        session: None,
     };
     let project = args.project.as_deref().map(real);
     let here = real(&std::env::current_dir().context("current directory")?);
     // Everything converted and checked before anything is written: a bad source among
     // several writes none of them.
     let mut done = Vec::new();
-    for path in &sources {
+    for (path, session) in &sources {
+        let opts = Options {
+            session: session.clone(),
+            ..opts.clone()
+        };
         let data = import::read_file(path)?;
         let source = match args.from {
             Some(f) => import::source_named(f.name()).expect("every --from has a source"),

@@ -18,6 +18,7 @@ pub mod build;
 pub mod codex;
 pub mod gemini;
 pub mod messages;
+pub mod opencode;
 pub mod tools;
 
 /// The Claude Code version imported records say wrote them: the CLI the test suite resumes
@@ -43,6 +44,9 @@ pub enum Dialect {
     Codex,
     /// Gemini CLI (`run_shell_command`, `read_file`, `replace`, …).
     Gemini,
+    /// opencode (`bash`, `read`, `write`, `edit`, `multiedit`, `apply_patch`, … with
+    /// camel-case arguments: `filePath`, `oldString`, `patchText`).
+    Opencode,
 }
 
 /// One block of a message, in the neutral model.
@@ -231,6 +235,19 @@ pub enum ImportError {
         /// What is wrong.
         reason: String,
     },
+    /// A row of a source database is not what its format defines (a database has no lines:
+    /// the row is named).
+    #[error("{}: {table} `{id}`: {reason}", path.display())]
+    MalformedRow {
+        /// The database file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+        /// The row's id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The source could not be read.
     #[error("{}: {op}: {source}", path.display())]
     Io {
@@ -301,6 +318,9 @@ pub struct Options {
     /// block back only when its record names the model it resumes with (a signature is
     /// bound to its model), so a Messages array with signed thinking needs this.
     pub model: Option<String>,
+    /// Which session of a source that holds many (an opencode database): an id, or a part of
+    /// one that only one id holds.
+    pub session: Option<String>,
 }
 
 /// One import format: recognises its files and reads one into a [`Conversation`].
@@ -324,6 +344,7 @@ pub fn sources() -> &'static [&'static dyn Source] {
     &[
         &codex::Codex,
         &gemini::Gemini,
+        &opencode::Opencode,
         &messages::Messages,
         &aider::Aider,
     ]
@@ -354,13 +375,27 @@ pub fn detect(path: &Path, data: &[u8]) -> Result<&'static dyn Source, ImportErr
         })
 }
 
-/// Read a source file whole, decompressing `.zst`.
+/// The first bytes of every SQLite database file.
+pub const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+
+/// Read a source file whole, decompressing `.zst`; of a SQLite database only its header (its
+/// source opens it: a database can be far larger than the one session it is asked for).
 pub fn read_file(path: &Path) -> Result<Vec<u8>, ImportError> {
     let io = |op, source| ImportError::Io {
         path: path.to_path_buf(),
         op,
         source,
     };
+    {
+        use std::io::Read;
+        let mut head = Vec::with_capacity(100);
+        std::fs::File::open(path)
+            .and_then(|f| f.take(100).read_to_end(&mut head))
+            .map_err(|e| io("read", e))?;
+        if head.starts_with(SQLITE_MAGIC) {
+            return Ok(head);
+        }
+    }
     let raw = std::fs::read(path).map_err(|e| io("read", e))?;
     if path.extension().is_some_and(|e| e == "zst") {
         #[cfg(feature = "zstd")]

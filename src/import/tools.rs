@@ -126,21 +126,34 @@ pub fn map(dialect: Dialect, name: &str, input: &Value, cwd: Option<&str>) -> Ma
             ),
             _ => Mapped::Unmapped,
         },
-        "replace" | "edit" => match (
-            path,
-            str_arg(input, &["old_string", "oldString"]),
-            str_arg(input, &["new_string", "newString"]),
-        ) {
-            (Some(p), Some(o), Some(n)) if !o.is_empty() => one(
-                "Edit",
-                json!({"file_path": absolute(p, cwd), "old_string": o, "new_string": n}),
-            ),
-            _ => Mapped::Unmapped,
+        "replace" | "edit" => match edit_call(input, path, cwd) {
+            Some(v) => one("Edit", v),
+            None => Mapped::Unmapped,
         },
-        "apply_patch" => {
+        // opencode's `multiedit {filePath, edits: [{oldString, newString, replaceAll?}]}`: one
+        // Edit per edit, in order.
+        "multiedit" if dialect == Dialect::Opencode => {
+            let Some(edits) = input.get("edits").and_then(Value::as_array) else {
+                return Mapped::Unmapped;
+            };
+            let calls: Option<Vec<(String, Value)>> = edits
+                .iter()
+                .map(|e| {
+                    let p = str_arg(e, &["filePath", "file_path"]).or(path);
+                    edit_call(e, p, cwd).map(|v| ("Edit".to_string(), v))
+                })
+                .collect();
+            match calls {
+                Some(c) if !c.is_empty() => Mapped::Calls(c),
+                _ => Mapped::Unmapped,
+            }
+        }
+        // opencode's `apply_patch {patchText}` (and its older `patch` tool): the envelope
+        // Codex writes.
+        n if n == "apply_patch" || (n == "patch" && dialect == Dialect::Opencode) => {
             let text = input
                 .as_str()
-                .or_else(|| str_arg(input, &["input", "patch", "raw"]));
+                .or_else(|| str_arg(input, &["input", "patch", "raw", "patchText"]));
             match text.and_then(|t| patch_calls(t, cwd)) {
                 Some(calls) => Mapped::Calls(calls),
                 None => Mapped::Unmapped,
@@ -148,6 +161,21 @@ pub fn map(dialect: Dialect, name: &str, input: &Value, cwd: Option<&str>) -> Ma
         }
         _ => Mapped::Unmapped,
     }
+}
+
+/// `Edit{file_path, old_string, new_string, replace_all?}` from snake- or camel-case
+/// arguments; `None` without a path or an `old_string` to anchor it.
+fn edit_call(input: &Value, path: Option<&str>, cwd: Option<&str>) -> Option<Value> {
+    let o = str_arg(input, &["old_string", "oldString"]).filter(|o| !o.is_empty())?;
+    let n = str_arg(input, &["new_string", "newString"])?;
+    let mut v = json!({"file_path": absolute(path?, cwd), "old_string": o, "new_string": n});
+    if ["replace_all", "replaceAll"]
+        .iter()
+        .any(|k| input.get(*k).and_then(Value::as_bool) == Some(true))
+    {
+        v["replace_all"] = Value::Bool(true);
+    }
+    Some(v)
 }
 
 /// An `apply_patch` envelope (`*** Begin Patch` … `*** End Patch`) as one Write per added

@@ -239,3 +239,81 @@ fn import_into_a_long_project_path_is_found_by_resume() {
         .unwrap()
         .contains("config.env and src."));
 }
+
+/// The opencode fixture's `storage/` tree copied into the sandbox (placeholders filled in as
+/// [`fixture`] does); its session file.
+fn opencode_tree(sb: &Sandbox) -> PathBuf {
+    fn copy(from: &Path, to: &Path, cwd: &str) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for e in std::fs::read_dir(from).expect("read_dir").flatten() {
+            let (src, dest) = (e.path(), to.join(e.file_name()));
+            if src.is_dir() {
+                copy(&src, &dest, cwd);
+            } else {
+                let text = std::fs::read_to_string(&src).expect("fixture");
+                let text = text
+                    .replace("@@CWD@@", cwd)
+                    .replace("@@SECRET@@", &planted());
+                std::fs::write(&dest, text).expect("write");
+            }
+        }
+    }
+    let storage = sb.root().join("data/opencode/storage");
+    copy(
+        &manifest().join("tests/fixtures/import/opencode/storage"),
+        &storage,
+        &sb.proj().to_string_lossy(),
+    );
+    storage.join(
+        "session/4b0c1d2e3f405162738495a6b7c8d9e0f1a2b3c4/ses_1f0aa0000000FixtureSession.json",
+    )
+}
+
+#[test]
+fn imported_opencode_session_resumes_as_intended() {
+    if claude_bin().is_none() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let src = opencode_tree(&sb);
+    let id = import(&sb, &src, &[]);
+    let probe = sb.resume(&id, &[]).expect("CLI");
+    let messages = assert_sent_well(
+        &probe,
+        "imported opencode session",
+        &[
+            "REVERTED-PROMPT",
+            "REVERTED-ANSWER",
+            "INJECTED-SYNTHETIC",
+            "IGNORED-PART",
+            "REASONING-UNSIGNED",
+            "FAILED-ATTEMPT",
+            "COMPACTED-SUMMARY",
+        ],
+    );
+    let uses: Vec<(&str, &str)> = all_blocks(&messages)
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| (b["name"].as_str().unwrap(), b["id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        uses,
+        [
+            ("Bash", "toolu_01ls"),
+            ("Read", "toolu_02read"),
+            ("Edit", "toolu_03edit"),
+            ("Write", "toolu_05patch_1"),
+            ("Edit", "toolu_05patch_2"),
+            ("Bash", "toolu_06fmt"),
+            ("Bash", "toolu_07test"),
+        ]
+    );
+    let text = serde_json::to_string(&messages).unwrap();
+    assert!(text.contains("README added; the formatter is not installed."));
+    assert!(text.contains("[opencode tool call `glob`]"));
+    assert!(text.contains("[Tool execution was interrupted]"));
+    note(&format!(
+        "imported opencode session: {} messages sent",
+        messages.len()
+    ));
+}

@@ -545,3 +545,416 @@ fn slow_gemini_repeated_ids_scale_linearly() {
         "4× the messages took ×{ratio:.1} the time: not linear"
     );
 }
+
+/// The opencode fixture's session file, in its `storage/` tree.
+pub const OPENCODE_SESSION: &str =
+    "session/4b0c1d2e3f405162738495a6b7c8d9e0f1a2b3c4/ses_1f0aa0000000FixtureSession.json";
+
+/// The opencode fixture (`tests/fixtures/import/opencode/storage`) copied to
+/// `data/opencode/storage` under `dir` (so `data` is an `XDG_DATA_HOME`), placeholders filled
+/// in as [`fixture`] does; the session file.
+pub fn opencode_tree(dir: &Path, cwd: &Path) -> PathBuf {
+    fn copy(from: &Path, to: &Path, cwd: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let (src, dest) = (e.path(), to.join(e.file_name()));
+            if src.is_dir() {
+                copy(&src, &dest, cwd);
+            } else {
+                let text = std::fs::read_to_string(&src).unwrap();
+                let text = text
+                    .replace("@@CWD@@", &cwd.to_string_lossy())
+                    .replace("@@SECRET@@", &planted());
+                std::fs::write(&dest, text).unwrap();
+            }
+        }
+    }
+    let storage = dir.join("data/opencode/storage");
+    copy(
+        &manifest().join("tests/fixtures/import/opencode/storage"),
+        &storage,
+        cwd,
+    );
+    storage.join(OPENCODE_SESSION)
+}
+
+fn tool_uses(recs: &[Value]) -> Vec<(String, Value)> {
+    blocks(recs)
+        .into_iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| (b["name"].as_str().unwrap().to_string(), b["input"].clone()))
+        .collect()
+}
+
+#[test]
+fn opencode_storage_imports_without_reverted_injected_or_secret() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = opencode_tree(tmp.path(), tmp.path());
+    let (recs, err) = import_out(tmp.path(), &[src.to_str().unwrap()]);
+    assert_well_formed(&recs);
+    assert!(err.contains("(opencode)"), "detected: {err}");
+    let all = text_of(&recs);
+    for absent in [
+        "REVERTED-PROMPT",
+        "REVERTED-ANSWER",
+        "INJECTED-SYNTHETIC",
+        "IGNORED-PART",
+        "REASONING-UNSIGNED",
+        "FAILED-ATTEMPT",
+        "COMPACTED-SUMMARY",
+        "What did we do so far?",
+        "[Old tool result content cleared]",
+    ] {
+        assert!(!all.contains(absent), "{absent} reached the session");
+    }
+    assert!(
+        !all.contains(&planted()) && !err.contains(&planted()),
+        "the planted secret leaked"
+    );
+    assert!(all.contains("[REDACTED:"), "the secret's place is marked");
+    let b = blocks(&recs);
+    assert!(b
+        .iter()
+        .any(|b| b["type"] == "image" && b["source"]["media_type"] == "image/png"));
+    let tools = tool_uses(&recs);
+    let names: Vec<&str> = tools.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Bash", "Read", "Edit", "Write", "Edit", "Bash", "Bash"]
+    );
+    let cwd = tmp.path().to_string_lossy();
+    assert_eq!(
+        tools[0].1,
+        serde_json::json!({"command": "ls", "description": "List files"})
+    );
+    assert_eq!(tools[1].1["file_path"], format!("{cwd}/config.env"));
+    assert_eq!(
+        tools[2].1,
+        serde_json::json!({"file_path": format!("{cwd}/src/main.rs"),
+            "old_string": "    println!(\"hi\");", "new_string": "    println!(\"hello\");"})
+    );
+    assert_eq!(tools[3].1["file_path"], format!("{cwd}/README.md"));
+    assert_eq!(tools[3].1["content"], "# demo\n");
+    assert_eq!(tools[4].1["new_string"], "    println!(\"hello, world\");");
+    assert_eq!(tools[6].1["command"], "cargo test");
+    // Results: the failed command is an error, the interrupted one answered with opencode's note.
+    let result = |id: &str| {
+        b.iter()
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+            .map(|b| (*b).clone())
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    assert_eq!(result("toolu_01ls")["content"], "config.env\nsrc\n");
+    assert_eq!(result("toolu_06fmt")["is_error"], true);
+    assert_eq!(
+        result("toolu_06fmt")["content"],
+        "error: no such command: `fmt-x`"
+    );
+    assert_eq!(
+        result("toolu_07test")["content"],
+        "[Tool execution was interrupted]"
+    );
+    assert_eq!(result("toolu_07test")["is_error"], true);
+    // `glob` has no Claude Code tool: text, its (pruned but recorded) output too.
+    assert!(all.contains("[opencode tool call `glob`]"));
+    assert!(all.contains("[output of `glob`]"));
+    // Text said after a tool call comes after its result.
+    let done = recs
+        .iter()
+        .position(|r| r.to_string().contains("Done: the greeting says hello."))
+        .unwrap();
+    assert!(recs[done - 1].to_string().contains("[output of `glob`]"));
+    assert_eq!(recs[0]["cwd"], cwd.as_ref());
+    assert!(recs
+        .iter()
+        .any(|r| r["message"]["model"] == "claude-sonnet-4-5"));
+    for why in [
+        "session.revert",
+        "synthetic: text opencode added",
+        "ignored: opencode does not send it",
+        "no signature",
+        "bookkeeping",
+        "failed (error)",
+        "pending or running",
+        "glob: no Claude Code tool",
+        "apply_patch → Write, Edit",
+        "full history kept",
+    ] {
+        assert!(err.contains(why), "report lacks {why}:\n{err}");
+    }
+}
+
+#[test]
+fn opencode_active_history_starts_at_the_compaction_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = opencode_tree(tmp.path(), tmp.path());
+    let (recs, _) = import_out(tmp.path(), &[src.to_str().unwrap(), "--history", "active"]);
+    assert_well_formed(&recs);
+    let all = text_of(&recs);
+    // The tail the compaction kept (from its `tail_start_id`), the question, the summary.
+    assert_eq!(
+        recs[0]["message"]["content"],
+        "Change the greeting in src/main.rs to say hello."
+    );
+    assert!(all.contains("What did we do so far?") && all.contains("COMPACTED-SUMMARY"));
+    assert!(all.contains("[Old tool result content cleared]"));
+    assert!(!all.contains("Let me look.") && !all.contains("screenshot shows"));
+    assert!(!all.contains("REVERTED-PROMPT"));
+}
+
+#[test]
+fn opencode_session_and_latest_are_found_under_xdg_data_home() {
+    let tmp = tempfile::tempdir().unwrap();
+    opencode_tree(tmp.path(), tmp.path());
+    for args in [
+        &["--session", "FixtureSession"][..],
+        &["--latest", "--cwd", tmp.path().to_str().unwrap()][..],
+    ] {
+        let out = cchist()
+            .args(["import", "--from", "opencode", "--dry-run"])
+            .args(args)
+            .env("XDG_DATA_HOME", tmp.path().join("data"))
+            .env("CLAUDE_CONFIG_DIR", tmp.path().join("claude"))
+            .output()
+            .unwrap();
+        assert_code(&out, 0);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("ses_1f0aa0000000FixtureSession.json (opencode)"),
+            "{err}"
+        );
+    }
+    let out = cchist()
+        .args(["import", "--from", "opencode", "--session", "nope"])
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
+        .output()
+        .unwrap();
+    assert_code(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no opencode session found"));
+}
+
+#[test]
+fn opencode_malformed_part_says_where_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = opencode_tree(tmp.path(), tmp.path());
+    let storage = src.parent().unwrap().parent().unwrap().parent().unwrap();
+    let cfg = tmp.path().join("claude");
+    let run = || {
+        cchist()
+            .args(["import", src.to_str().unwrap()])
+            .env("CLAUDE_CONFIG_DIR", &cfg)
+            .output()
+            .unwrap()
+    };
+    // A part file cut short: not JSON, at its line.
+    let part = storage.join("part/msg_1f0aa0000005FixtureMessage/prt_1f0aa0000017FixturePart.json");
+    let text = std::fs::read_to_string(&part).unwrap();
+    let cut: String = text.lines().take(4).collect::<Vec<_>>().join("\n");
+    std::fs::write(&part, &cut).unwrap();
+    let out = run();
+    assert_code(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}:4: not JSON", part.display())),
+        "{err}"
+    );
+    assert!(!cfg.exists(), "nothing written under the config folder");
+    std::fs::write(&part, text).unwrap();
+    // A message of a role opencode does not write.
+    let msg =
+        storage.join("message/ses_1f0aa0000000FixtureSession/msg_1f0aa0000004FixtureMessage.json");
+    let text = std::fs::read_to_string(&msg).unwrap();
+    std::fs::write(
+        &msg,
+        text.replace("\"role\": \"user\"", "\"role\": \"system\""),
+    )
+    .unwrap();
+    let out = run();
+    assert_code(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}:1: unknown role `system`", msg.display())),
+        "{err}"
+    );
+    assert!(!cfg.exists());
+}
+
+/// `opencode.db` made from the fixture's storage tree as opencode's JSON migration makes it
+/// (`storage/json-migration.ts`): ids from the file names, the JSON less its ids in `data`,
+/// the session's `revert` a JSON column; rows inserted in an order that is not the
+/// conversation's, so the reader orders them.
+#[cfg(feature = "opencode-sqlite")]
+fn opencode_db(dir: &Path, cwd: &Path) -> PathBuf {
+    let session = opencode_tree(dir, cwd);
+    let storage = session
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
+    let db = dir.join("data/opencode/opencode.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT,
+            slug TEXT NOT NULL, directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL,
+            revert TEXT, time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);",
+    )
+    .unwrap();
+    let read = |p: &Path| -> serde_json::Map<String, Value> {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let stem = |p: &Path| p.file_stem().unwrap().to_string_lossy().into_owned();
+    let files = |d: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v.reverse();
+        v
+    };
+    let s = read(&session);
+    let sid = stem(&session);
+    let t = |o: &serde_json::Map<String, Value>, k: &str| o["time"][k].as_i64().unwrap_or(0);
+    c.execute(
+        "INSERT INTO session VALUES (?1, 'p', NULL, 'slug', ?2, 'title', '1.0.0', ?3, ?4, ?5)",
+        rusqlite::params![
+            sid,
+            s["directory"].as_str().unwrap(),
+            s["revert"].to_string(),
+            t(&s, "created"),
+            t(&s, "updated")
+        ],
+    )
+    .unwrap();
+    for m in files(&storage.join("message").join(&sid)) {
+        let mut o = read(&m);
+        let created = t(&o, "created");
+        o.remove("id");
+        o.remove("sessionID");
+        let mid = stem(&m);
+        c.execute(
+            "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+            rusqlite::params![mid, sid, created, Value::Object(o).to_string()],
+        )
+        .unwrap();
+        for p in files(&storage.join("part").join(&mid)) {
+            let mut o = read(&p);
+            for k in ["id", "sessionID", "messageID"] {
+                o.remove(k);
+            }
+            c.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, 0, 0, ?4)",
+                rusqlite::params![stem(&p), mid, sid, Value::Object(o).to_string()],
+            )
+            .unwrap();
+        }
+    }
+    drop(c);
+    // The database alone: no storage tree to fall back on.
+    std::fs::remove_dir_all(storage).unwrap();
+    db
+}
+
+/// What a session's records say, less what each import makes anew (uuids, session id, message
+/// ids).
+fn conversation_of(recs: &[Value]) -> Vec<Value> {
+    recs.iter()
+        .map(|r| {
+            serde_json::json!([
+                r["type"],
+                r["timestamp"],
+                r["cwd"],
+                r["message"]["model"],
+                r["message"]["content"]
+            ])
+        })
+        .collect()
+}
+
+#[test]
+#[cfg(feature = "opencode-sqlite")]
+fn opencode_db_imports_as_its_storage_tree_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = opencode_tree(tmp.path(), tmp.path());
+    let (want, _) = import_out(tmp.path(), &[tree.to_str().unwrap()]);
+    let (want_active, _) = import_out(tmp.path(), &[tree.to_str().unwrap(), "--history", "active"]);
+    let db = opencode_db(tmp.path(), tmp.path());
+    // Named, with --session (detected as opencode's by its header and name).
+    let (got, err) = import_out(
+        tmp.path(),
+        &[db.to_str().unwrap(), "--session", "FixtureSession"],
+    );
+    assert_well_formed(&got);
+    assert!(err.contains("opencode.db (opencode)"), "{err}");
+    assert_eq!(conversation_of(&got), conversation_of(&want));
+    let (got, _) = import_out(
+        tmp.path(),
+        &[
+            db.to_str().unwrap(),
+            "--from",
+            "opencode",
+            "--session",
+            "ses_1f0aa0000000FixtureSession",
+            "--history",
+            "active",
+        ],
+    );
+    assert_eq!(conversation_of(&got), conversation_of(&want_active));
+    // Found under XDG_DATA_HOME by --latest.
+    let out = cchist()
+        .args(["import", "--from", "opencode", "--latest", "-o", "-"])
+        .env("XDG_DATA_HOME", tmp.path().join("data"))
+        .env("CLAUDE_CONFIG_DIR", tmp.path().join("claude"))
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let recs: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(conversation_of(&recs), conversation_of(&want));
+    // Without --session: which one, said; a bad row: named, exit 2, nothing written.
+    let cfg = tmp.path().join("claude");
+    let out = cchist()
+        .args(["import", db.to_str().unwrap()])
+        .env("CLAUDE_CONFIG_DIR", &cfg)
+        .output()
+        .unwrap();
+    assert_code(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name one with --session ID"));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE part SET data = '{\"type\": \"tool\", \"callID\": \"x\"' WHERE id = 'prt_1f0aa0000017FixturePart'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let out = cchist()
+        .args([
+            "import",
+            db.to_str().unwrap(),
+            "--session",
+            "FixtureSession",
+        ])
+        .env("CLAUDE_CONFIG_DIR", &cfg)
+        .output()
+        .unwrap();
+    assert_code(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: part `prt_1f0aa0000017FixturePart`: not JSON",
+            db.display()
+        )),
+        "{err}"
+    );
+    assert!(!cfg.exists(), "nothing written");
+}
