@@ -240,6 +240,50 @@ fn import_into_a_long_project_path_is_found_by_resume() {
         .contains("config.env and src."));
 }
 
+/// The project folder of a working directory whose name is decomposed (NFD: `e` + U+0301, as
+/// macOS file names often are): `import --project` puts the session in the folder the pinned
+/// CLI itself makes there, and resume finds it.
+#[test]
+fn import_into_a_decomposed_project_path_is_found_by_resume() {
+    if claude_bin().is_none() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let nfd = sb.root().join("cafe\u{301}-proj");
+    std::fs::create_dir_all(&nfd).expect("mkdir");
+    std::fs::remove_dir(sb.proj()).expect("rmdir proj");
+    std::os::unix::fs::symlink(&nfd, sb.proj()).expect("symlink");
+    let src = fixture(&sb, "messages/openai-chat.json");
+    let proj = sb.proj().to_string_lossy().into_owned();
+    let out = sb.cchist(&["import", src.to_str().unwrap(), "--project", &proj]);
+    let stdout = String::from_utf8(out.stdout).expect("utf8");
+    let id = stdout.trim().rsplit(' ').next().expect("id").to_string();
+    let probe = sb.resume(&id, &[]).expect("CLI");
+    let sent = probe.expect_ok("session in a decomposed project path");
+    assert!(serde_json::to_string(sent)
+        .unwrap()
+        .contains("config.env and src."));
+    // The folder the CLI itself makes for a new session there is the one import chose.
+    let mock = MockApi::start(vec![vec![Block::text("ok")]]).unwrap();
+    sb.cli(&mock, &["-p", "hello"], OutputFormat::Json, "a new session")
+        .expect("CLI");
+    let folders: Vec<String> = std::fs::read_dir(sb.config_dir().join("projects"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let real = nfd.canonicalize().expect("real path");
+    let ours = cchist::claude::layout::project_folder_name(&real.to_string_lossy());
+    assert_eq!(
+        folders,
+        vec![ours.clone()],
+        "one folder, the CLI's and import's"
+    );
+    // The pinned CLI on Linux names it from the path as it is: the decomposed `é` is two
+    // code units, `e` and U+0301, so `e-` (no NFC, whatever the issue measured elsewhere).
+    assert!(ours.ends_with("-cafe--proj"), "{ours}");
+}
+
 /// The opencode fixture's `storage/` tree copied into the sandbox (placeholders filled in as
 /// [`fixture`] does); its session file.
 fn opencode_tree(sb: &Sandbox) -> PathBuf {
