@@ -282,22 +282,12 @@ fn replayed_history_then_repair_resumes_from_the_second_compaction() {
     ));
 }
 
-/// The key `Sandbox` gives the CLI; an interactive start asks about a custom key unless it is
-/// approved in `.claude.json`.
-const KEY: &str = "sk-ant-dummy";
-
 /// claude-code#92089's setting, generated: the pinned CLI interactive in a tmux terminal (one
 /// process, as the report's desktop session), a Stop hook configured (the report's
 /// `stop_hook_summary` rows), two turns, `/compact`, a turn, `/compact`, a turn, `/compact`, a
 /// turn. Copied into `dir` under its own name, returned; `None` when tmux or the CLI is missing.
 fn three_compacts_in_one_process(dir: &std::path::Path) -> Option<std::path::PathBuf> {
-    use std::process::Command;
     use std::time::{Duration, Instant};
-    let bin = claude_bin()?;
-    if Command::new("tmux").arg("-V").output().is_err() {
-        crate::common::skip_or_fail("tmux is not installed");
-        return None;
-    }
     let sb = Sandbox::new();
     let mock = MockApi::start(
         [
@@ -317,42 +307,7 @@ fn three_compacts_in_one_process(dir: &std::path::Path) -> Option<std::path::Pat
         r#"{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"true"}]}]}}"#,
     )
     .unwrap();
-    // An interactive start asks nothing: onboarding done, the key approved, the folder trusted.
-    let proj = sb.proj().to_string_lossy().into_owned();
-    let mut g = json!({"hasCompletedOnboarding": true, "theme": "dark",
-        "customApiKeyResponses": {"approved": [KEY], "rejected": []}});
-    g["projects"][&proj]["hasTrustDialogAccepted"] = json!(true);
-    std::fs::write(sb.config_dir().join(".claude.json"), g.to_string()).unwrap();
-    let q = |s: &str| shlex::try_quote(s).unwrap().into_owned();
-    let line = format!(
-        "cd {} && exec env -i PATH={} HOME={} CLAUDE_CONFIG_DIR={} TERM=xterm-256color ANTHROPIC_API_KEY={KEY} ANTHROPIC_BASE_URL={} DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 {} --model claude-sonnet-4-6",
-        q(&proj),
-        q(&std::env::var("PATH").unwrap_or_default()),
-        q(&sb.root().join("home").to_string_lossy()),
-        q(&sb.config_dir().to_string_lossy()),
-        mock.base_url(),
-        q(&bin.to_string_lossy()),
-    );
-    let name = format!("cchist-compacts-{}", std::process::id());
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .args(["-L", &name])
-            .args(args)
-            .output()
-            .expect("run tmux")
-    };
-    let started = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &name,
-        "-x",
-        "150",
-        "-y",
-        "40",
-        &line,
-    ]);
-    assert!(started.status.success(), "{started:?}");
+    let tui = sb.tui(&mock, &["--model", "claude-sonnet-4-6"])?;
     let session = || {
         std::fs::read_dir(sb.project_dir()).ok().and_then(|d| {
             d.flatten()
@@ -374,17 +329,10 @@ fn three_compacts_in_one_process(dir: &std::path::Path) -> Option<std::path::Pat
             }
             std::thread::sleep(Duration::from_millis(300));
         }
-        let pane = tmux(&["capture-pane", "-p", "-t", &name]).stdout;
-        tmux(&["kill-server"]);
         panic!(
             "the CLI did not write {n} × {what}; its screen:\n{}",
-            String::from_utf8_lossy(&pane)
+            tui.screen()
         );
-    };
-    let say = |s: &str| {
-        tmux(&["send-keys", "-t", &name, "-l", s]);
-        std::thread::sleep(Duration::from_millis(400));
-        tmux(&["send-keys", "-t", &name, "Enter"]);
     };
     // The prompt box takes keys once the CLI has drawn it.
     std::thread::sleep(Duration::from_secs(3));
@@ -399,7 +347,7 @@ fn three_compacts_in_one_process(dir: &std::path::Path) -> Option<std::path::Pat
         "/compact",
         "QUESTION-FIVE",
     ] {
-        say(step);
+        tui.say(step);
         if step == "/compact" {
             wait("\"compact_boundary\"", 1 + (turns - 2));
             // The summary is written after the boundary.
@@ -410,7 +358,7 @@ fn three_compacts_in_one_process(dir: &std::path::Path) -> Option<std::path::Pat
         }
     }
     std::thread::sleep(Duration::from_secs(1));
-    tmux(&["kill-server"]);
+    drop(tui);
     let out = dir.join(session()?.file_name()?);
     std::fs::write(&out, text()).unwrap();
     Some(out)

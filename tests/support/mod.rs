@@ -4,6 +4,7 @@
 pub mod claude;
 pub mod conversation;
 pub mod mock_api;
+pub mod tui;
 
 pub use claude::*;
 pub use conversation::*;
