@@ -352,19 +352,7 @@ pub fn run_one_known(
         Mode::DryRun => {
             let f = input::open(path)?;
             let mut sink = LazySink::new(&f.data, || Ok(io::sink()));
-            let mut r = pipeline
-                .run_buffer_moving(
-                    &f.data,
-                    &origin,
-                    &mut sink,
-                    false,
-                    seed,
-                    pipeline
-                        .moves_records()
-                        .then(|| companions_of(path))
-                        .flatten(),
-                )?
-                .0;
+            let mut r = run_beside(pipeline, &f.data, path, &mut sink, seed)?;
             r.changed = sink
                 .close()
                 .map_err(|e| Error::io(&origin, "write", e))?
@@ -551,19 +539,7 @@ fn in_place(
     let mut sink = LazySink::new(&f.data, || {
         replace::temp(path).map(|a| BufWriter::with_capacity(1 << 16, a))
     });
-    let mut report = pipeline
-        .run_buffer_moving(
-            &f.data,
-            &origin,
-            &mut sink,
-            false,
-            seed,
-            pipeline
-                .moves_records()
-                .then(|| companions_of(path))
-                .flatten(),
-        )?
-        .0;
+    let mut report = run_beside(pipeline, &f.data, path, &mut sink, seed)?;
     sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
     let Some(out) = sink.close().map_err(|e| Error::io(&origin, "write", e))? else {
         report.changed = false;
@@ -604,6 +580,25 @@ fn in_place(
             .insert("bytes-appended-during-replace".into(), done.carried);
     }
     Ok(report)
+}
+
+/// Run `pipeline` on `data` (the file at `path`, written where it is or not at all), its
+/// stages free to move records beside it when one may ([`Pipeline::moves_records`]).
+fn run_beside(
+    pipeline: &Pipeline,
+    data: &[u8],
+    path: &Path,
+    sink: &mut dyn Sink,
+    seed: &Known,
+) -> Result<FileReport> {
+    let companions = pipeline
+        .moves_records()
+        .then(|| companions_of(path))
+        .flatten();
+    let origin = Origin::file(path);
+    Ok(pipeline
+        .run_buffer_moving(data, &origin, sink, false, seed, companions)?
+        .0)
 }
 
 /// The companion folder of the session at `path` (`<id>.jsonl` → `<id>/`), as

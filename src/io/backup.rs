@@ -195,11 +195,16 @@ pub fn stage(path: &Path, suffix: &str, f: &InputFile) -> Result<Staged> {
 /// Where the record of what an edit wrote is kept: `.<backup name>.written` beside the backup
 /// (hidden, and outside the backup names [`backups`] lists).
 fn written_record(backup: &Path) -> PathBuf {
+    record_beside(backup, "written")
+}
+
+/// `.<backup name>.<what>` beside `backup`: hidden, and outside the names [`backups`] lists.
+fn record_beside(backup: &Path, what: &str) -> PathBuf {
     let name = backup
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    backup.with_file_name(format!(".{name}.written"))
+    backup.with_file_name(format!(".{name}.{what}"))
 }
 
 /// What a file holds, to notice later whether it changed: its length and SHA-256.
@@ -249,11 +254,7 @@ pub fn change_since(backup: &Path, now: &[u8]) -> Option<String> {
 /// Where the list of files the edit that left `backup` created beside its file is kept:
 /// `.<backup name>.created` (companion files records were moved into).
 fn created_record(backup: &Path) -> PathBuf {
-    let name = backup
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    backup.with_file_name(format!(".{name}.created"))
+    record_beside(backup, "created")
 }
 
 /// One file an edit created, and what it wrote there.

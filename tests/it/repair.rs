@@ -259,6 +259,17 @@ fn repair_cmd(args: &[&std::ffi::OsStr]) -> std::process::Output {
     crate::common::run(&all)
 }
 
+/// `cchist repair -i --force p`, which must succeed.
+fn repair_in_place(p: &std::path::Path) {
+    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A session `<dir>/<id>.jsonl` with sub-agent a9f3's records among its own.
 fn session_with_subagent_records(dir: &std::path::Path) -> (std::path::PathBuf, String, String) {
     let main = [prompt("p0", None, "one"), answer("a0", "p0", "1")];
@@ -322,8 +333,7 @@ fn subagent_records_move_to_their_file_in_place_and_undo_moves_them_back() {
     assert_eq!(mode(moved.parent().unwrap()), 0o700, "an owner-only folder");
     assert!(!rules(main.as_bytes()).contains_key("subagent-in-main"));
     // Again: nothing left to move, nothing changes.
-    let again = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
-    assert_eq!(again.status.code(), Some(0));
+    repair_in_place(&p);
     assert_eq!(std::fs::read_to_string(&p).unwrap(), main);
 
     let undo = crate::common::run(&[
@@ -353,13 +363,7 @@ fn subagent_records_stay_when_their_file_exists_or_cannot_be_named() {
     let subdir = p.with_extension("").join("subagents");
     std::fs::create_dir_all(&subdir).unwrap();
     std::fs::write(subdir.join("agent-a9f3.jsonl"), "{}\n").unwrap();
-    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    repair_in_place(&p);
     assert_eq!(std::fs::read(&p).unwrap(), input);
     assert_eq!(
         std::fs::read(subdir.join("agent-a9f3.jsonl")).unwrap(),
@@ -371,13 +375,7 @@ fn subagent_records_stay_when_their_file_exists_or_cannot_be_named() {
     let (p, _, _) = session_with_subagent_records(dir.path());
     let elsewhere = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), p.with_extension("")).unwrap();
-    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    repair_in_place(&p);
     assert_eq!(std::fs::read(&p).unwrap(), input);
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 
@@ -396,13 +394,7 @@ fn subagent_records_stay_when_their_file_exists_or_cannot_be_named() {
     ]
     .concat();
     std::fs::write(&p, &input).unwrap();
-    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    repair_in_place(&p);
     assert_eq!(std::fs::read_to_string(&p).unwrap(), input);
     assert!(!p.with_extension("").exists() && !dir.path().join("x").exists());
 }
