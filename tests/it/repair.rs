@@ -379,6 +379,26 @@ fn subagent_records_stay_when_their_file_exists_or_cannot_be_named() {
     assert_eq!(std::fs::read(&p).unwrap(), input);
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 
+    // An agent id that reads as a secret would put it into a file name.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir
+        .path()
+        .join("5d1c0b7e-0000-4000-8000-000000000026.jsonl");
+    let token = format!("ghp_{}", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+    let input = [
+        prompt("p0", None, "one"),
+        line(
+            json!({"type":"user","uuid":"s0","parentUuid":null,"isSidechain":true,
+            "agentId":token,"message":{"role":"user","content":"task"}}),
+        ),
+        answer("a0", "p0", "1"),
+    ]
+    .concat();
+    std::fs::write(&p, &input).unwrap();
+    repair_in_place(&p);
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), input);
+    assert!(!p.with_extension("").exists());
+
     // An agent id that could name a path.
     let dir = tempfile::tempdir().unwrap();
     let p = dir

@@ -16,7 +16,8 @@
 //!   move, as they are and in file order, to `subagents/agent-<id>.jsonl`, where the CLI
 //!   writes a sub-agent's transcript. They stay (reported) when the run writes one file only
 //!   (standard output, a mirror folder), when that file exists already (Claude Code's own is
-//!   never merged into), or when the agent id is not a plain file-name word.
+//!   never merged into), or when the agent id is not a plain file-name word or reads as a
+//!   secret.
 //!
 //! A file with none of these shapes is not touched (not even parsed for editing).
 
@@ -188,14 +189,21 @@ pub fn repair(s: &mut Session<'_>, cx: &mut Cx) -> Result<()> {
 }
 
 /// Where the CLI writes sub-agent `agent`'s transcript, relative to the session's companion
-/// folder; `None` for an id that is not a plain file-name word (it could name a path).
-pub fn subagent_file(agent: &str) -> Option<std::path::PathBuf> {
+/// folder; `None` for an id that is not a plain file-name word (it could name a path) or that
+/// reads as a secret (a file name is printed and copied where no redaction reaches it).
+fn subagent_file(agent: &str) -> Option<std::path::PathBuf> {
     let plain = !agent.is_empty()
         && agent.len() <= 128
         && agent
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    plain.then(|| std::path::PathBuf::from(format!("subagents/agent-{agent}.jsonl")))
+    let secret = || {
+        matches!(
+            crate::stages::redact::shown_text(agent),
+            std::borrow::Cow::Owned(_)
+        )
+    };
+    (plain && !secret()).then(|| std::path::PathBuf::from(format!("subagents/agent-{agent}.jsonl")))
 }
 
 /// Hand `records` (sub-agent `agent`'s, in file order) out as its companion file when the run
@@ -207,7 +215,7 @@ fn move_out(s: &Session<'_>, agent: &str, records: &[usize], cx: &mut Cx) -> boo
     let Some(c) = cx.companions.as_mut() else {
         return false;
     };
-    if c.existing.contains(&rel) || c.out.iter().any(|m| m.rel == rel) {
+    if c.existing.contains(&rel) {
         return false;
     }
     let mut bytes = Vec::new();
