@@ -200,6 +200,27 @@ fn slow_repair_replayed_history_is_linear() {
     );
 }
 
+#[test]
+#[ignore = "slow: a scaling measurement (8x input, timed)"]
+fn slow_repair_subagents_in_main_is_linear() {
+    // claude-code#23373: each agent found once, its records gathered in one pass.
+    let found = cchist::findings::validate::validate(gen::subagents_in_main(3).as_bytes());
+    assert_eq!(
+        found
+            .iter()
+            .filter(|f| f.rule == "subagent-in-main")
+            .count(),
+        3,
+        "{found:?}"
+    );
+    assert_pipeline_linear(
+        "repair, sub-agents in the main file",
+        "@repair",
+        3000,
+        gen::subagents_in_main,
+    );
+}
+
 /// The same at the size the issue names: 13 MB against 100 MB.
 #[test]
 #[ignore = "long: 100 MB session of the claude-code#92089 shape"]

@@ -280,3 +280,27 @@ pub fn replayed_history(n: usize) -> String {
     let (t, _) = turn("c", 0, Some(last_a));
     out + &t
 }
+
+/// A main session of `n` turns with a sub-agent's records after each prompt (claude-code#23373:
+/// `n` agents, two records each, written into the main file).
+pub fn subagents_in_main(n: usize) -> String {
+    use serde_json::json;
+    let line = |v: serde_json::Value| v.to_string() + "\n";
+    let mut out = String::new();
+    let mut parent: Option<String> = None;
+    for k in 0..n {
+        let (p, a) = (format!("p{k}"), format!("a{k}"));
+        out += &user(&p, parent.as_deref(), &format!("turn {k}"));
+        let agent = format!("a{k:016x}");
+        for (j, sp) in [(0, None), (1, Some(format!("s{k}-0")))] {
+            out += &line(
+                json!({"type": "user", "uuid": format!("s{k}-{j}"), "parentUuid": sp,
+                "isSidechain": true, "agentId": agent,
+                "message": {"role": "user", "content": "sub-agent step"}}),
+            );
+        }
+        out += &assistant(&a, Some(&p), &format!("m{k}"), "done");
+        parent = Some(a);
+    }
+    out
+}
