@@ -206,6 +206,23 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     }
     restore_from(&latest, &s.path, &current)?;
     drop(current);
+    // A companion the edit renamed (its name read as a secret) takes its name back, unless
+    // another file has taken it since.
+    if let Some(from) = backup::renamed_from(&latest) {
+        let shown = |p: &Path| crate::findings::report::shown_name(&p.display().to_string());
+        let left = match replace::rename_new(&s.path, &from) {
+            Ok(true) => None,
+            Ok(false) => Some("a file has taken its old name since".to_string()),
+            Err(e) => Some(format!("it could not be renamed ({e})")),
+        };
+        if let Some(why) = left {
+            return Err(Error::Other(format!(
+                "{}: restored, but left under this name: {why}. Its old name (which holds a secret) is recorded beside {}; rename it yourself",
+                shown(&s.path),
+                shown(&latest)
+            )));
+        }
+    }
     // Files the edit created beside the session (records it moved out) go with it.
     for left in backup::remove_created(&latest) {
         let msg = format!(
