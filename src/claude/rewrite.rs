@@ -292,7 +292,15 @@ fn fork(
                 new.unwrap_or(data)
             }
         };
-        let dest = new_comp.join(rel);
+        let mut dest = new_comp.join(rel);
+        // A name that reads as a secret is not copied into the fork: it takes its placeholder.
+        if let Some((safe, at)) = rel
+            .file_name()
+            .filter(|_| pipeline.secret_pass() == crate::stages::Secrets::Replaces)
+            .and_then(|n| crate::stages::redact::file_safe_name(&n.to_string_lossy()))
+        {
+            dest = runner::free_name(&dest, &safe, at);
+        }
         if let Some(dir) = dest.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(&Origin::file(dir), "create directory", e))?;

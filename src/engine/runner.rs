@@ -559,7 +559,7 @@ pub fn placeholder_for(pipeline: &Pipeline, inp: &Input) -> Option<PathBuf> {
 
 /// The first of `safe`, `safe` with `-1`, `-2`… inserted at byte `at`, that names nothing
 /// beside `path` and no backups.
-fn free_name(path: &Path, safe: &str, at: usize) -> PathBuf {
+pub fn free_name(path: &Path, safe: &str, at: usize) -> PathBuf {
     (0u32..)
         .map(|n| match n {
             0 => safe.to_string(),

@@ -198,11 +198,59 @@ fn undo_leaves_the_placeholder_when_the_file_changed_since() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let renamed = s.results().join("REDACTED-github-pat.txt");
     std::fs::write(&renamed, "edited since\n").unwrap();
-    let out = s.run(&["undo", "--all", "--since", "1h"]);
+    // Not live: what stops undo is the change.
+    for p in walk(&s.root).iter().filter(|p| p.is_file()) {
+        crate::common::age(p, 3600);
+    }
+    let out = s.run(&["undo", "--all", "--since", "2h"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert_silent(&out, "undo");
+    assert!(
+        text(&out.stderr).contains("changed since the edit"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(std::fs::read(&renamed).unwrap(), b"edited since\n");
     assert_eq!(s.secret_names(), Vec::<PathBuf>::new());
+    // Forced, it restores and renames back; what it replaced stays under the placeholder.
+    let out = s.run(&["undo", "--all", "--since", "2h", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_silent(&out, "undo --force");
+    let names = s.names();
+    assert!(names.contains(&format!("{}.txt", token())), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("REDACTED-github-pat.txt.cchist-undone.")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn undo_leaves_the_placeholder_when_the_old_name_was_taken_since() {
+    let s = Sandbox::new();
+    let out = s.run(&["redact", "-i", "--backup", "--force", "-s", "5b1f"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let old = s.results().join(format!("{}.txt", token()));
+    std::fs::write(&old, "a newer file\n").unwrap();
+    let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_silent(&out, "undo");
+    assert!(
+        text(&out.stderr).contains("taken its old name"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        b"a newer file\n",
+        "never overwritten"
+    );
+    assert_eq!(
+        std::fs::read(s.results().join("REDACTED-github-pat.txt")).unwrap(),
+        b"all 12 tests passed\n",
+        "restored under the placeholder"
+    );
 }
 
 #[test]
@@ -296,4 +344,31 @@ fn stdout_runs_never_print_the_name() {
     let out = s.run(&["redact", "-s", "5b1f"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_silent(&out, "redact to stdout");
+}
+
+#[test]
+fn a_fork_copies_it_under_the_placeholder_name() {
+    let s = Sandbox::new();
+    let out = s.run(&["redact", "--fork", "-s", "5b1f"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_silent(&out, "--fork");
+    let line = text(&out.stdout);
+    let new = line
+        .trim()
+        .split_once("claude --resume ")
+        .unwrap()
+        .1
+        .to_string();
+    let results = s.project.join(&new).join("tool-results");
+    let mut names: Vec<String> = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["REDACTED-github-pat.txt", "toolu_01plain.txt"]);
+    assert!(
+        s.names().contains(&format!("{}.txt", token())),
+        "the original keeps its name"
+    );
 }
