@@ -570,6 +570,16 @@ pub fn free_name(path: &Path, safe: &str, at: usize) -> PathBuf {
         .expect("some name is free")
 }
 
+/// The next free placeholder name for the file at `path` ([`free_name`]), `to` being taken.
+fn next_free(path: &Path, to: &Path) -> PathBuf {
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    let (safe, at) = crate::stages::redact::file_safe_name(
+        &path.file_name().unwrap_or_default().to_string_lossy(),
+    )
+    .unwrap_or_else(|| (name.clone().into_owned(), name.len()));
+    free_name(path, &safe, at)
+}
+
 /// The path `rel` of an input in an `--out-dir` mirror: its file name the placeholder
 /// ([`placeholder_for`], without the numeric suffix: two inputs that land on the same name
 /// are refused before anything is written) when it reads as a secret. A copy for sharing
@@ -621,8 +631,18 @@ fn commit_renamed(
     mut to: PathBuf,
 ) -> Result<(replace::Committed, PathBuf)> {
     use crate::io::backup;
-    // The original is kept before anything changes, under the name the file takes.
-    let mut kept = backup::stage(&to, suffix, f)?.persist()?;
+    // The original is kept before anything changes, under the name the file takes. Two
+    // files of one run may have been given the same placeholder (and so the same backup
+    // name, the run's suffix being one): the name is settled, and its backup made, one
+    // file at a time, each skipping names taken or backed up.
+    static SETTLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let mut kept = {
+        let _one = SETTLING.lock().unwrap_or_else(|e| e.into_inner());
+        if std::fs::symlink_metadata(&to).is_ok() || !backup::backups(&to).is_empty() {
+            to = next_free(path, &to);
+        }
+        backup::stage(&to, suffix, f)?.persist()?
+    };
     let mut done = replace::Committed::default();
     if let Some(tmp) = tmp {
         match replace::commit(path, f, tmp, Replace::in_place(f, None, touch)) {
@@ -643,12 +663,10 @@ fn commit_renamed(
                 return Ok((done, to));
             }
             Ok(false) => {
-                let name = to.file_name().unwrap_or_default().to_string_lossy();
-                let (safe, at) = crate::stages::redact::file_safe_name(
-                    &path.file_name().unwrap_or_default().to_string_lossy(),
-                )
-                .unwrap_or_else(|| (name.clone().into_owned(), name.len()));
-                let next = free_name(path, &safe, at);
+                let next = {
+                    let _one = SETTLING.lock().unwrap_or_else(|e| e.into_inner());
+                    next_free(path, &to)
+                };
                 let moved = backup::name_of(&next, suffix);
                 backup::move_backup(&kept, &moved)?;
                 (kept, to) = (moved, next);

@@ -372,3 +372,31 @@ fn a_fork_copies_it_under_the_placeholder_name() {
         "the original keeps its name"
     );
 }
+
+#[test]
+fn two_secret_names_in_one_folder_take_two_placeholders_and_undo_restores_both() {
+    let s = Sandbox::new();
+    let other = format!("ghp_{}", "Mn3Bv4Cx5Za6Sd7Fg8Hj9Kl0Qp1Wo2Ei3Ru4");
+    let second = s.results().join(format!("{other}.txt"));
+    std::fs::write(&second, "second output\n").unwrap();
+    let out = s.run(&[
+        "redact", "-i", "--backup", "--force", "-j", "2", "-s", "5b1f",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_silent(&out, "redact -i");
+    assert_eq!(
+        s.names(),
+        [
+            "REDACTED-github-pat-1.txt",
+            "REDACTED-github-pat.txt",
+            "toolu_01plain.txt"
+        ]
+    );
+    let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&second).unwrap(), b"second output\n");
+    assert_eq!(
+        std::fs::read(s.results().join(format!("{}.txt", token()))).unwrap(),
+        b"all 12 tests passed\n"
+    );
+}
