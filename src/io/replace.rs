@@ -239,7 +239,7 @@ pub fn persist_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
     // Dropping `tmp` removes the temp name; the linked name stays.
 }
 
-/// Give the file at `from` the name `to` only when nothing is there yet, its folder fsynced:
+/// Give the file at `from` the name `to` only when nothing is there yet, its folder synced:
 /// `Ok(false)` when `to` already exists (both are left as they are). Linux renames with
 /// `RENAME_NOREPLACE`; elsewhere, or on a file system that does not support it, the file is
 /// linked at `to` and then unlinked at `from` (for a moment it has both names). An error
@@ -249,25 +249,36 @@ pub fn rename_new(from: &Path, to: &Path) -> io::Result<bool> {
         Some(Ok(())) => true,
         Some(Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
         Some(Err(e)) => return Err(e),
-        None => match std::fs::hard_link(from, to) {
-            Ok(()) => {
-                if let Err(e) = std::fs::remove_file(from) {
-                    let _ = std::fs::remove_file(to);
-                    return Err(e);
-                }
-                true
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP)) => {
-                return Err(io::Error::new(io::ErrorKind::Unsupported, e))
-            }
-            Err(e) => return Err(e),
-        },
+        None => link_then_unlink(from, to)?,
     };
-    if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)?.sync_all()?;
+    if !done {
+        return Ok(false);
     }
-    Ok(done)
+    // Renamed: a folder that cannot be synced does not make it an error (the caller would
+    // take the file for one under its old name), as for any persisted file.
+    if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(true)
+}
+
+/// [`rename_new`] where the system cannot rename without replacing: link at `to` (which fails
+/// when it exists), then unlink `from`.
+fn link_then_unlink(from: &Path, to: &Path) -> io::Result<bool> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => {
+            if let Err(e) = std::fs::remove_file(from) {
+                let _ = std::fs::remove_file(to);
+                return Err(e);
+            }
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP)) => {
+            Err(io::Error::new(io::ErrorKind::Unsupported, e))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// `renameat2(RENAME_NOREPLACE)`; `None` where it is not available (another system, or a
@@ -411,6 +422,12 @@ mod tests {
         assert!(rename_new(&a, &c).unwrap());
         assert!(!a.exists());
         assert_eq!(std::fs::read(&c).unwrap(), b"a");
+        // The fallback, as on a system without RENAME_NOREPLACE.
+        assert!(!link_then_unlink(&c, &b).unwrap());
+        assert_eq!(std::fs::read(&b).unwrap(), b"b");
+        assert!(link_then_unlink(&c, &a).unwrap());
+        assert!(!c.exists());
+        assert_eq!(std::fs::read(&a).unwrap(), b"a");
     }
 
     #[test]

@@ -400,3 +400,47 @@ fn two_secret_names_in_one_folder_take_two_placeholders_and_undo_restores_both()
         b"all 12 tests passed\n"
     );
 }
+
+/// The SessionEnd hook writes in place without a backup: it redacts the content, leaves the
+/// name, and reports the file failed, saying what to do, the name redacted in its output and
+/// its log.
+#[test]
+fn the_session_end_hook_leaves_a_secret_name_and_says_so() {
+    use std::io::Write;
+    let s = Sandbox::new();
+    let event = serde_json::json!({
+        "session_id": ID,
+        "transcript_path": s.main(),
+        "cwd": "/home/dev/app",
+        "hook_event_name": "SessionEnd",
+    });
+    let mut child = cchist()
+        .arg("hook")
+        .env("CLAUDE_CONFIG_DIR", &s.root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_silent(&out, "the hook");
+    assert!(
+        text(&out.stderr).contains("--backup"),
+        "{}",
+        text(&out.stderr)
+    );
+    let log = std::fs::read_to_string(s.root.join("cchist/hook.log")).unwrap();
+    assert!(!log.contains(&token()), "{log}");
+    assert_eq!(
+        s.names(),
+        [format!("{}.txt", token()), "toolu_01plain.txt".into()]
+    );
+    assert!(!text(&std::fs::read(s.main()).unwrap()).contains(&token()));
+}
