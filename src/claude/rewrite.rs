@@ -215,6 +215,14 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
             Ok(false) => Some("a file has taken its old name since".to_string()),
             Err(e) => Some(format!("it could not be renamed ({e})")),
         };
+        if left.is_none() {
+            let msg = format!(
+                "cchist: {}: renamed back to {}, its name before the edit",
+                shown(&s.path),
+                shown(&from)
+            );
+            eprintln!("{}", crate::findings::report::printable_text(&msg));
+        }
         if let Some(why) = left {
             return Err(Error::Other(format!(
                 "{}: restored, but left under this name: {why}. Its old name (which holds a secret) is recorded beside {}; rename it yourself",

@@ -152,6 +152,11 @@ fn an_in_place_run_renames_a_secret_name_and_undo_renames_it_back() {
     let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_silent(&out, "undo");
+    assert!(
+        text(&out.stderr).contains("renamed back to"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(
         s.names(),
         [format!("{t}.txt"), "toolu_01plain.txt".into()],
