@@ -127,14 +127,17 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The name a file named `name` takes when its name reads as a secret (by the rules of
-/// [`shown_text`], which every report shows names by): each marker of the redacted name in a
-/// form file systems and shells take (`[REDACTED:github-pat]` → `REDACTED-github-pat`), the
-/// rest of the name (an extension) kept; with the byte offset after the last placeholder,
-/// where a numeric suffix goes when the name is taken. `None` for a name that reads as none.
+/// The name a file named `name` takes when its name reads as a secret by the default rules
+/// (those [`shown_text`] shows every name by): each marker of the redacted name in a form
+/// file systems and shells take (`[REDACTED:github-pat]` → `REDACTED-github-pat`), the rest
+/// of the name (an extension) kept; with the byte offset after the last placeholder, where a
+/// numeric suffix goes when the name is taken. `None` for a name that reads as none. The
+/// rules alone decide, not the secrets this process has found so far ([`remember_shown`]):
+/// what a run renames does not depend on which file of it ran first.
 pub fn file_safe_name(name: &str) -> Option<(String, usize)> {
-    let shown = shown_text(name);
-    if matches!(shown, std::borrow::Cow::Borrowed(_)) || shown == name {
+    let shown =
+        String::from_utf8_lossy(&default_redactor().redact_text(name.as_bytes()).0?).into_owned();
+    if shown == name {
         return None;
     }
     let (mut out, mut rest, mut at) = (String::new(), &shown[..], 0);
