@@ -449,3 +449,50 @@ fn the_session_end_hook_leaves_a_secret_name_and_says_so() {
     );
     assert!(!text(&std::fs::read(s.main()).unwrap()).contains(&token()));
 }
+
+/// A sub-agent named after a secret: its transcript and its `.meta.json` take the same
+/// placeholder stem, so they still pair; undo gives both their names back.
+#[test]
+fn a_sub_agent_and_its_meta_file_take_the_same_placeholder() {
+    let s = Sandbox::new();
+    let t = token();
+    let sub = s.project.join(ID).join("subagents");
+    std::fs::create_dir_all(&sub).unwrap();
+    let agent = crate::common::message_line("user", "s1", None, ID, "look around");
+    std::fs::write(sub.join(format!("agent-{t}.jsonl")), &agent).unwrap();
+    std::fs::write(
+        sub.join(format!("agent-{t}.meta.json")),
+        "{\"agentType\":\"Explore\"}",
+    )
+    .unwrap();
+    let out = s.run(&["redact", "-i", "--backup", "--force", "-s", "5b1f"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_silent(&out, "redact -i");
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.contains(".cchist-bak."))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(&sub),
+        [
+            "agent-REDACTED-github-pat.jsonl",
+            "agent-REDACTED-github-pat.meta.json"
+        ]
+    );
+    let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        names(&sub),
+        [format!("agent-{t}.jsonl"), format!("agent-{t}.meta.json")]
+    );
+    assert_eq!(
+        std::fs::read_to_string(sub.join(format!("agent-{t}.jsonl"))).unwrap(),
+        agent
+    );
+}
