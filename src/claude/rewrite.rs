@@ -206,6 +206,31 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     }
     restore_from(&latest, &s.path, &current)?;
     drop(current);
+    // A companion the edit renamed (its name read as a secret) takes its name back, unless
+    // another file has taken it since.
+    if let Some(from) = backup::renamed_from(&latest) {
+        let shown = |p: &Path| crate::findings::report::shown_name(&p.display().to_string());
+        let left = match replace::rename_new(&s.path, &from) {
+            Ok(true) => None,
+            Ok(false) => Some("a file has taken its old name since".to_string()),
+            Err(e) => Some(format!("it could not be renamed ({e})")),
+        };
+        if left.is_none() {
+            let msg = format!(
+                "cchist: {}: renamed back to {}, its name before the edit",
+                shown(&s.path),
+                shown(&from)
+            );
+            eprintln!("{}", crate::findings::report::printable_text(&msg));
+        }
+        if let Some(why) = left {
+            return Err(Error::Other(format!(
+                "{}: restored, but left under this name: {why}. Its old name (which holds a secret) is recorded beside {}; rename it yourself",
+                shown(&s.path),
+                shown(&latest)
+            )));
+        }
+    }
     // Files the edit created beside the session (records it moved out) go with it.
     for left in backup::remove_created(&latest) {
         let msg = format!(
@@ -275,7 +300,15 @@ fn fork(
                 new.unwrap_or(data)
             }
         };
-        let dest = new_comp.join(rel);
+        let mut dest = new_comp.join(rel);
+        // A name that reads as a secret is not copied into the fork: it takes its placeholder.
+        if let Some((safe, at)) = rel
+            .file_name()
+            .filter(|_| pipeline.secret_pass() == crate::stages::Secrets::Replaces)
+            .and_then(|n| crate::stages::redact::file_safe_name(&n.to_string_lossy()))
+        {
+            dest = runner::free_name(&dest, &safe, at);
+        }
         if let Some(dir) = dest.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(&Origin::file(dir), "create directory", e))?;

@@ -212,6 +212,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     let mut refused = Vec::new();
     if let Mode::OutDir { dir, .. } = &mode {
         drop_copies(&mut walk.inputs, &paths);
+        mirror_names(&pipeline, &mut walk.inputs);
         refuse_out_dir_collisions(dir, &walk.inputs)?;
         if io.diff.is_none() {
             refused = out_dir_existing(dir, &mut walk.inputs, io)?;
@@ -399,6 +400,18 @@ fn refuse_out_dir_collisions(dir: &std::path::Path, inputs: &[Input]) -> anyhow:
     Ok(())
 }
 
+/// In an `--out-dir` mirror, a companion whose file name reads as a secret is written under
+/// its placeholder name ([`runner::mirror_rel`]): a copy never carries the secret in a name.
+fn mirror_names(pipeline: &Pipeline, inputs: &mut [Input]) {
+    for inp in inputs.iter_mut() {
+        if let Some(safe) = runner::mirror_rel(pipeline, inp) {
+            if let Input::File { rel, .. } = inp {
+                *rel = safe;
+            }
+        }
+    }
+}
+
 /// `--out-dir` copies sessions, not the user's local undo history: backups and undo copies
 /// ([`cchist::io::backup::is_copy`]) are left out; one named as an argument is said so.
 fn drop_copies(inputs: &mut Vec<Input>, named: &[std::path::PathBuf]) {
@@ -534,6 +547,7 @@ fn all(
     let mut refused = Vec::new();
     if let Mode::OutDir { dir, .. } = &mode {
         drop_copies(&mut walk.inputs, &[]);
+        mirror_names(&pipeline, &mut walk.inputs);
         refuse_out_dir_collisions(dir, &walk.inputs)?;
         if io.diff.is_none() {
             refused = out_dir_existing(dir, &mut walk.inputs, io)?;

@@ -434,6 +434,12 @@ pub fn report(
                 if let Some(note) = stream_note(&name, r) {
                     say!("{note}");
                 }
+                if let (Some(to), false) = (&r.renamed, *mode == Mode::DryRun || as_json) {
+                    say!(
+                        "cchist: {name}: renamed to {}: its name held a secret (`cchist undo` renames it back)",
+                        shown_name(&to.file_name().unwrap_or_default().to_string_lossy())
+                    );
+                }
                 if let Some(n) = r.counters.get("bytes-appended-during-replace") {
                     say!("cchist: {name}: {n} bytes appended while it was replaced were carried over unchanged");
                 }
@@ -584,6 +590,12 @@ pub fn describe(name: &str, r: &FileReport) -> String {
         .collect();
     if !other.is_empty() {
         s += &format!("\n    {}", other.join(", "));
+    }
+    if let Some(to) = &r.renamed {
+        s += &format!(
+            "\n    renamed to {}: its name holds a secret (an in-place run with --backup renames it; `cchist undo` renames it back)",
+            shown_name(&to.file_name().unwrap_or_default().to_string_lossy())
+        );
     }
     // Records moved out of the file, and where to (under the session's companion folder).
     for m in &r.moved {

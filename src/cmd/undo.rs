@@ -347,6 +347,7 @@ pub fn backups(a: BackupsArgs) -> anyhow::Result<ExitStatus> {
                 let name = p.file_name().unwrap_or_default().to_string_lossy();
                 let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.written")));
                 let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.created")));
+                let _ = std::fs::remove_file(p.with_file_name(format!(".{name}.renamed")));
                 removed.push(shown_name(&b.backup));
             }
             if format.json() {

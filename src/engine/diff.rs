@@ -104,6 +104,10 @@ pub struct FileDiff {
     /// many records each gets: those records are among the dropped.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<MovedTo>,
+    /// The placeholder name an in-place run would give the file, whose name reads as a
+    /// secret ([`crate::engine::runner::placeholder_for`]), beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renamed: Option<String>,
 }
 
 /// A companion file records would move to.
@@ -118,7 +122,7 @@ pub struct MovedTo {
 impl FileDiff {
     /// True when the output would differ from the input.
     pub fn changed(&self) -> bool {
-        self.counts.dropped + self.counts.changed + self.counts.added > 0
+        self.counts.dropped + self.counts.changed + self.counts.added > 0 || self.renamed.is_some()
     }
 
     /// The preview with every string taken from the input through the default redaction
@@ -132,6 +136,9 @@ impl FileDiff {
             }
         };
         shown(&mut self.file);
+        if let Some(r) = &mut self.renamed {
+            shown(r);
+        }
         for m in &mut self.moved {
             shown(&mut m.file);
         }
@@ -164,6 +171,13 @@ pub fn diff_input(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
 }
 
 fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
+    let mut d = diff_content(pipeline, inp)?;
+    d.renamed = crate::engine::runner::placeholder_for(pipeline, inp)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    Ok(d)
+}
+
+fn diff_content(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
     let origin = inp.origin();
     let name = origin.to_string();
     match inp {
@@ -244,6 +258,7 @@ fn whole_file(name: String, r: FileReport) -> FileDiff {
         records: Vec::new(),
         counters: r.counters,
         moved: Vec::new(),
+        renamed: None,
     };
     if r.changed {
         d.counts.changed = 1;
@@ -337,6 +352,7 @@ fn diff_records(
                 records: m.records,
             })
             .collect(),
+        renamed: None,
     };
     let mut next_dropped = 0;
     let mut push_dropped_before = |line: usize, d: &mut FileDiff| {
@@ -592,6 +608,11 @@ pub fn render_text(diffs: &[FileDiff]) -> String {
             s += &format!(
                 "  → {} records move to {} (beside the session)\n",
                 m.records, m.file
+            );
+        }
+        if let Some(to) = &d.renamed {
+            s += &format!(
+                "  → renamed to {to}: its name holds a secret (an in-place run with --backup renames it; `cchist undo` renames it back)\n"
             );
         }
     }

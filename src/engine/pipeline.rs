@@ -98,6 +98,10 @@ pub struct FileReport {
     /// ([`Pipeline::run_buffer_moving`]).
     #[serde(skip)]
     pub moved: Vec<MovedOut>,
+    /// The placeholder name a companion whose name read as a secret was given (in a dry run:
+    /// would be): an in-place run renames the file, `cchist undo` renames it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renamed: Option<std::path::PathBuf>,
 }
 
 /// The counter of a report on a file [`Pipeline::run_text`] left byte for byte because it is

@@ -317,6 +317,7 @@ pub fn run_one_known(
     seed: &Known,
 ) -> Result<FileReport> {
     let origin = inp.origin();
+    let rename = placeholder_for(pipeline, inp);
     if let Input::File {
         path,
         rel,
@@ -327,12 +328,12 @@ pub fn run_one_known(
         match treatment {
             Treatment::Records => {}
             Treatment::Text => {
-                return run_whole_file(pipeline, path, rel, mode, &|p, d, o| {
+                return run_whole_file(pipeline, path, rel, mode, rename, &|p, d, o| {
                     p.run_text_known(d, o, seed)
                 })
             }
             Treatment::Copy => {
-                return run_whole_file(pipeline, path, rel, mode, &|p, d, o| {
+                return run_whole_file(pipeline, path, rel, mode, rename, &|p, d, o| {
                     p.run_copy_known(d, o, seed)
                 })
             }
@@ -357,6 +358,10 @@ pub fn run_one_known(
                 .close()
                 .map_err(|e| Error::io(&origin, "write", e))?
                 .is_some();
+            if rename.is_some() {
+                r.changed = true;
+                r.renamed = rename;
+            }
             Ok(r)
         }
         Mode::InPlace {
@@ -374,6 +379,7 @@ pub fn run_one_known(
                     *touch,
                     *break_links,
                     seed,
+                    rename.as_deref(),
                 ) {
                     Err(e @ Error::Concurrent { .. }) => last = Some(e),
                     other => return other,
@@ -459,6 +465,7 @@ fn run_whole_file(
     path: &Path,
     rel: &Path,
     mode: &Mode,
+    rename: Option<PathBuf>,
     transform: &dyn Fn(&Pipeline, &[u8], &Origin) -> WholeFile,
 ) -> Result<FileReport> {
     let f = match mode {
@@ -467,10 +474,15 @@ fn run_whole_file(
         _ => input::open(path)?,
     };
     let origin = Origin::file(path);
-    let (new, report) = transform(pipeline, &f.data, &origin)?;
+    let (new, mut report) = transform(pipeline, &f.data, &origin)?;
     let bytes: &[u8] = new.as_deref().unwrap_or(&f.data);
     match mode {
-        Mode::DryRun => {}
+        Mode::DryRun => {
+            if rename.is_some() {
+                report.changed = true;
+                report.renamed = rename;
+            }
+        }
         Mode::Stdout => io::stdout()
             .lock()
             .write_all(bytes)
@@ -486,25 +498,192 @@ fn run_whole_file(
             put_copy(&dest, tmp, &f.meta, backup.as_deref())?;
         }
         Mode::InPlace { backup, touch, .. } => {
-            if new.is_none() {
+            let suffix = crate::io::backup::suffix_for(path, backup.as_deref());
+            let undoable = suffix.filter(|s| crate::io::backup::is_undoable(s));
+            if let (Some(to), Some(suffix)) = (&rename, undoable) {
+                let tmp = match &new {
+                    Some(bytes) => Some(staged(path, bytes)?),
+                    None => None,
+                };
+                let (_, to) = commit_renamed(path, &f, tmp, suffix, *touch, to.clone())?;
+                report.changed = true;
+                report.renamed = Some(to);
                 return Ok(report);
             }
-            let mut tmp = replace::temp(path).map_err(|e| Error::io(&origin, "create", e))?;
-            tmp.write_all(bytes)
-                .map_err(|e| Error::io(&origin, "write", e))?;
-            replace::commit(
-                path,
-                &f,
-                tmp,
-                Replace::in_place(
-                    &f,
-                    crate::io::backup::suffix_for(path, backup.as_deref()),
-                    *touch,
-                ),
-            )?;
+            if new.is_some() {
+                let tmp = staged(path, bytes)?;
+                replace::commit(path, &f, tmp, Replace::in_place(&f, suffix, *touch))?;
+            }
+            if let Some(to) = &rename {
+                return Err(name_left(path, to, new.is_some()));
+            }
         }
     }
     Ok(report)
+}
+
+/// `bytes` written to a temp file beside `path`, to replace it.
+fn staged(path: &Path, bytes: &[u8]) -> Result<crate::io::output::AtomicFile> {
+    let origin = Origin::file(path);
+    let mut tmp = replace::temp(path).map_err(|e| Error::io(&origin, "create", e))?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io(&origin, "write", e))?;
+    Ok(tmp)
+}
+
+/// `path` shown as every report shows a name: the secrets in it replaced by their markers.
+fn shown(path: &Path) -> String {
+    crate::findings::report::shown_name(&path.display().to_string())
+}
+
+/// The placeholder name an in-place run gives the input `inp`: `Some` for a file of a
+/// session's companion folder (not the transcript, not a backup or copy) whose file name
+/// reads as a secret, when the pipeline replaces secrets. The name is the redacted one in a
+/// form file systems take ([`crate::stages::redact::file_safe_name`]:
+/// `tool-results/ghp_….txt` → `tool-results/REDACTED-github-pat.txt`), with a numeric suffix
+/// (`REDACTED-github-pat-1.txt`) when that is taken or has backups of its own.
+pub fn placeholder_for(pipeline: &Pipeline, inp: &Input) -> Option<PathBuf> {
+    let Input::File { path, session, .. } = inp else {
+        return None;
+    };
+    if pipeline.secret_pass() != Secrets::Replaces
+        || path == session
+        || crate::io::backup::is_copy(path)
+    {
+        return None;
+    }
+    let name = path.file_name()?.to_string_lossy();
+    let (safe, at) = crate::stages::redact::file_safe_name(&name)?;
+    Some(free_name(path, &safe, at))
+}
+
+/// The first of `safe`, `safe` with `-1`, `-2`… inserted at byte `at`, that names nothing
+/// beside `path` and no backups.
+pub fn free_name(path: &Path, safe: &str, at: usize) -> PathBuf {
+    (0u32..)
+        .map(|n| match n {
+            0 => safe.to_string(),
+            n => format!("{}-{n}{}", &safe[..at], &safe[at..]),
+        })
+        .map(|name| path.with_file_name(name))
+        .find(|p| std::fs::symlink_metadata(p).is_err() && crate::io::backup::backups(p).is_empty())
+        .expect("some name is free")
+}
+
+/// The next free placeholder name for the file at `path` ([`free_name`]), `to` being taken.
+fn next_free(path: &Path, to: &Path) -> PathBuf {
+    let name = to.file_name().unwrap_or_default().to_string_lossy();
+    let (safe, at) = crate::stages::redact::file_safe_name(
+        &path.file_name().unwrap_or_default().to_string_lossy(),
+    )
+    .unwrap_or_else(|| (name.clone().into_owned(), name.len()));
+    free_name(path, &safe, at)
+}
+
+/// The path `rel` of an input in an `--out-dir` mirror: its file name the placeholder
+/// ([`placeholder_for`], without the numeric suffix: two inputs that land on the same name
+/// are refused before anything is written) when it reads as a secret. A copy for sharing
+/// never carries a secret in its name.
+pub fn mirror_rel(pipeline: &Pipeline, inp: &Input) -> Option<PathBuf> {
+    let Input::File {
+        path, rel, session, ..
+    } = inp
+    else {
+        return None;
+    };
+    if pipeline.secret_pass() != Secrets::Replaces || path == session {
+        return None;
+    }
+    let name = rel.file_name()?.to_string_lossy();
+    let (safe, _) = crate::stages::redact::file_safe_name(&name)?;
+    Some(rel.with_file_name(safe))
+}
+
+/// The error of a file whose name reads as a secret that an in-place run without an undoable
+/// backup leaves under its name: nothing could rename it back.
+fn name_left(path: &Path, to: &Path, redacted: bool) -> Error {
+    let content = if redacted {
+        "its content was redacted, its name was left"
+    } else {
+        "it was left as it was"
+    };
+    Error::Other(format!(
+        "{}: the file's name holds a secret; {content}, since without a backup in cchist's naming `cchist undo` could not rename it back. Run the in-place command again with --backup (`cchist redact --in-place --backup`: it is renamed to {} and `cchist undo --all --since T` renames it back), or rename it yourself",
+        shown(path),
+        shown(to.file_name().map(Path::new).unwrap_or(to)),
+    ))
+}
+
+/// Give the companion at `path` (read as `f`, still locked) the placeholder name `to`, its
+/// new content `tmp` first when it changed: the original is kept as the backup
+/// `<to><suffix>` (an undoable suffix), with the records `undo` needs — what was written
+/// and the name it had ([`crate::io::backup::record_renamed`]). The name is taken only when
+/// free (`RENAME_NOREPLACE`, or link and unlink); one taken meanwhile moves on to the next
+/// free one. Returns what the commit did and the name the file took. When it cannot be
+/// renamed, the file keeps its name and the backup takes that name too (undo restores the
+/// content as for any file), and the error says so.
+fn commit_renamed(
+    path: &Path,
+    f: &crate::io::input::InputFile,
+    tmp: Option<crate::io::output::AtomicFile>,
+    suffix: &str,
+    touch: bool,
+    mut to: PathBuf,
+) -> Result<(replace::Committed, PathBuf)> {
+    use crate::io::backup;
+    // The original is kept before anything changes, under the name the file takes. Two
+    // files of one run may have been given the same placeholder (and so the same backup
+    // name, the run's suffix being one): the name is settled, and its backup made, one
+    // file at a time, each skipping names taken or backed up.
+    static SETTLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let mut kept = {
+        let _one = SETTLING.lock().unwrap_or_else(|e| e.into_inner());
+        if std::fs::symlink_metadata(&to).is_ok() || !backup::backups(&to).is_empty() {
+            to = next_free(path, &to);
+        }
+        backup::stage(&to, suffix, f)?.persist()?
+    };
+    let mut done = replace::Committed::default();
+    if let Some(tmp) = tmp {
+        match replace::commit(path, f, tmp, Replace::in_place(f, None, touch)) {
+            Ok(d) => done = d,
+            Err(e) => {
+                let _ = std::fs::remove_file(&kept);
+                return Err(e);
+            }
+        }
+    }
+    let mut why = String::from("every placeholder name tried was taken meanwhile");
+    for _ in 0..3 {
+        match replace::rename_new(path, &to) {
+            Ok(true) => {
+                backup::record_written(&to, &kept)?;
+                backup::record_renamed(&kept, path)?;
+                done.backup = Some(kept);
+                return Ok((done, to));
+            }
+            Ok(false) => {
+                let next = {
+                    let _one = SETTLING.lock().unwrap_or_else(|e| e.into_inner());
+                    next_free(path, &to)
+                };
+                let moved = backup::name_of(&next, suffix);
+                backup::move_backup(&kept, &moved)?;
+                (kept, to) = (moved, next);
+            }
+            Err(e) => {
+                why = format!("it could not be renamed ({e})");
+                break;
+            }
+        }
+    }
+    let moved = backup::name_of(path, suffix);
+    backup::move_backup(&kept, &moved)?;
+    backup::record_written(path, &moved)?;
+    Err(Error::Other(format!(
+        "{}: the file's name holds a secret and {why}; its content was redacted (the backup `cchist undo` restores is beside it), its name was left: rename it yourself",
+        shown(path)
+    )))
 }
 
 /// A sink that discards everything.
@@ -532,6 +711,7 @@ fn in_place(
     touch: bool,
     break_links: bool,
     seed: &Known,
+    rename: Option<&Path>,
 ) -> Result<FileReport> {
     let origin = Origin::file(path);
     // Another cchist writing this file goes first; then we read what it wrote.
@@ -541,16 +721,40 @@ fn in_place(
     });
     let mut report = run_beside(pipeline, &f.data, path, &mut sink, seed)?;
     sink.finish().map_err(|e| Error::io(&origin, "write", e))?;
-    let Some(out) = sink.close().map_err(|e| Error::io(&origin, "write", e))? else {
-        report.changed = false;
-        return Ok(report);
+    let out = sink.close().map_err(|e| Error::io(&origin, "write", e))?;
+    report.changed = out.is_some();
+    let tmp = match out {
+        Some(out) => Some(
+            out.into_inner()
+                .map_err(|e| Error::io(&origin, "write", e.into_error()))?,
+        ),
+        None => None,
     };
-    report.changed = true;
-    let tmp = out
-        .into_inner()
-        .map_err(|e| Error::io(&origin, "write", e.into_error()))?;
     // A backup or a suffix copy is redacted like the session, but not backed up again.
     let backup = crate::io::backup::suffix_for(path, backup);
+    // A companion whose name reads as a secret (it moves no records out: only the
+    // transcript does) takes its placeholder name when undo can follow.
+    if let (Some(to), true) = (rename, report.moved.is_empty()) {
+        if let Some(suffix) = backup.filter(|s| crate::io::backup::is_undoable(s)) {
+            let (done, to) = commit_renamed(path, &f, tmp, suffix, touch, to.to_path_buf())?;
+            report.changed = true;
+            report.renamed = Some(to);
+            if done.carried > 0 {
+                report
+                    .counters
+                    .insert("bytes-appended-during-replace".into(), done.carried);
+            }
+            return Ok(report);
+        }
+        let redacted = tmp.is_some();
+        if let Some(tmp) = tmp {
+            replace::commit(path, &f, tmp, Replace::in_place(&f, backup, touch))?;
+        }
+        return Err(name_left(path, to, redacted));
+    }
+    let Some(tmp) = tmp else {
+        return Ok(report);
+    };
     // Records moved out are in their new files before they leave this one; if this one is
     // not replaced after all, the new files go again.
     let created = write_moved(path, &report.moved, f.meta.mode())?;

@@ -310,11 +310,61 @@ pub fn remove_created(backup: &Path) -> Vec<PathBuf> {
     left
 }
 
+/// Where the name the edit that left `backup` took its file from is kept:
+/// `.<backup name>.renamed` (a companion whose name read as a secret, renamed to a
+/// placeholder; the backup is named after the placeholder). It holds that name, so, like
+/// the backup, a secret.
+fn renamed_record(backup: &Path) -> PathBuf {
+    record_beside(backup, "renamed")
+}
+
+/// The name a file had before the edit that left `backup` renamed it.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Renamed {
+    from: PathBuf,
+}
+
+/// Note that the in-place edit that left `backup` renamed its file from `from`, so that
+/// `undo` renames it back ([`renamed_from`]).
+pub fn record_renamed(backup: &Path, from: &Path) -> Result<()> {
+    let rec = renamed_record(backup);
+    let o = Origin::file(&rec);
+    let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
+    serde_json::to_writer(
+        &mut tmp,
+        &Renamed {
+            from: from.to_path_buf(),
+        },
+    )
+    .map_err(|e| Error::io(&o, "write", e.into()))?;
+    tmp.commit(Some(0o600), None)
+        .map_err(|e| Error::io(&o, "rename", e))
+}
+
+/// The name the edit that left `backup` renamed its file from, when it renamed it.
+pub fn renamed_from(backup: &Path) -> Option<PathBuf> {
+    std::fs::read(renamed_record(backup))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Renamed>(&b).ok())
+        .map(|r| r.from)
+}
+
+/// Move `backup` and the records beside it to `moved` (a backup's name, [`name_of`]): a
+/// backup staged for a name its file did not take after all.
+pub fn move_backup(backup: &Path, moved: &Path) -> Result<()> {
+    std::fs::rename(backup, moved).map_err(|e| Error::io(&Origin::file(backup), "rename", e))?;
+    for what in ["written", "created", "renamed"] {
+        let _ = std::fs::rename(record_beside(backup, what), record_beside(moved, what));
+    }
+    Ok(())
+}
+
 /// Remove `backup` (restored) and the records of what its edit wrote and created.
 pub fn remove(backup: &Path) -> Result<()> {
     std::fs::remove_file(backup).map_err(|e| Error::io(&Origin::file(backup), "remove", e))?;
     let _ = std::fs::remove_file(written_record(backup));
     let _ = std::fs::remove_file(created_record(backup));
+    let _ = std::fs::remove_file(renamed_record(backup));
     Ok(())
 }
 

@@ -239,6 +239,82 @@ pub fn persist_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
     // Dropping `tmp` removes the temp name; the linked name stays.
 }
 
+/// Give the file at `from` the name `to` only when nothing is there yet, its folder synced:
+/// `Ok(false)` when `to` already exists (both are left as they are). Linux renames with
+/// `RENAME_NOREPLACE`; elsewhere, or on a file system that does not support it, the file is
+/// linked at `to` and then unlinked at `from` (for a moment it has both names). An error
+/// `Unsupported` when neither works (a file system without hard links).
+pub fn rename_new(from: &Path, to: &Path) -> io::Result<bool> {
+    let done = match rename_noreplace(from, to) {
+        Some(Ok(())) => true,
+        Some(Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Some(Err(e)) => return Err(e),
+        None => link_then_unlink(from, to)?,
+    };
+    if !done {
+        return Ok(false);
+    }
+    // Renamed: a folder that cannot be synced does not make it an error (the caller would
+    // take the file for one under its old name), as for any persisted file.
+    if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(true)
+}
+
+/// [`rename_new`] where the system cannot rename without replacing: link at `to` (which fails
+/// when it exists), then unlink `from`.
+fn link_then_unlink(from: &Path, to: &Path) -> io::Result<bool> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => {
+            if let Err(e) = std::fs::remove_file(from) {
+                let _ = std::fs::remove_file(to);
+                return Err(e);
+            }
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EOPNOTSUPP)) => {
+            Err(io::Error::new(io::ErrorKind::Unsupported, e))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `renameat2(RENAME_NOREPLACE)`; `None` where it is not available (another system, or a
+/// file system that does not support the flag), for the caller's fallback.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn rename_noreplace(from: &Path, to: &Path) -> Option<io::Result<()>> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes());
+    let (Ok(f), Ok(t)) = (c(from), c(to)) else {
+        return Some(Err(io::Error::from(io::ErrorKind::InvalidInput)));
+    };
+    // SAFETY: two NUL-terminated paths that outlive the call; no memory is handed over.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if r == 0 {
+        return Some(Ok(()));
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => None,
+        _ => Some(Err(e)),
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn rename_noreplace(_: &Path, _: &Path) -> Option<io::Result<()>> {
+    None
+}
+
 /// Give the replacement the original's owner and group. Refuses (rather than silently handing
 /// a user's transcript to whoever ran cchist) when that is not permitted.
 fn keep_owner(tmp: &std::fs::File, was: &std::fs::Metadata, path: &Path) -> Result<()> {
@@ -334,6 +410,25 @@ fn carry_over(old: &std::fs::File, len: u64, path: &Path) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rename_new_never_replaces_what_is_there() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (d.path().join("a"), d.path().join("b"), d.path().join("c"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        assert!(!rename_new(&a, &b).unwrap());
+        assert_eq!(std::fs::read(&b).unwrap(), b"b");
+        assert!(rename_new(&a, &c).unwrap());
+        assert!(!a.exists());
+        assert_eq!(std::fs::read(&c).unwrap(), b"a");
+        // The fallback, as on a system without RENAME_NOREPLACE.
+        assert!(!link_then_unlink(&c, &b).unwrap());
+        assert_eq!(std::fs::read(&b).unwrap(), b"b");
+        assert!(link_then_unlink(&c, &a).unwrap());
+        assert!(!c.exists());
+        assert_eq!(std::fs::read(&a).unwrap(), b"a");
+    }
 
     #[test]
     fn persist_new_never_replaces_what_is_there() {

@@ -39,6 +39,7 @@ mod relink;
 mod relink_props;
 mod repair;
 mod scaling;
+mod secret_names;
 mod session_files;
 mod sessions;
 mod stdin_session;

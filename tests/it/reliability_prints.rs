@@ -183,11 +183,22 @@ fn a_secret_in_a_file_name_is_redacted_in_every_report() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["summary"]["findings"], 1, "{v}");
+    // Without a backup undo could rename it back from, the name is left and the run says so
+    // (exit 2, issue #25 R8); the content is redacted all the same.
     let out = sb.run(&["redact", "--all", "-i"], &[]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_no_run_of("redact --all -i", &out, &t);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--backup"));
     let text = std::fs::read_to_string(&agent).unwrap();
     assert!(!text.contains(&k), "{text}");
+    // With one, it takes its placeholder name.
+    let out = sb.run(&["redact", "--all", "-i", "--backup"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_no_run_of("redact --all -i --backup", &out, &t);
+    assert!(!agent.exists());
+    assert!(agent
+        .with_file_name("agent-REDACTED-github-pat.jsonl")
+        .is_file());
 }
 
 /// A project folder and a sub-agent transcript named after a token, backed up by

@@ -127,6 +127,46 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The name a file named `name` takes when its name reads as a secret by the default rules
+/// (those [`shown_text`] shows every name by): each marker of the redacted name in a form
+/// file systems and shells take (`[REDACTED:github-pat]` → `REDACTED-github-pat`), the rest
+/// of the name (an extension) kept; with the byte offset after the last placeholder, where a
+/// numeric suffix goes when the name is taken. `None` for a name that reads as none. The
+/// rules alone decide, not the secrets this process has found so far ([`remember_shown`]):
+/// what a run renames does not depend on which file of it ran first.
+pub fn file_safe_name(name: &str) -> Option<(String, usize)> {
+    let shown =
+        String::from_utf8_lossy(&default_redactor().redact_text(name.as_bytes()).0?).into_owned();
+    if shown == name {
+        return None;
+    }
+    let (mut out, mut rest, mut at) = (String::new(), &shown[..], 0);
+    while let Some(open) = rest.find("[REDACTED") {
+        out.push_str(&rest[..open]);
+        let tail = &rest[open + 1..];
+        let close = tail.find(']').unwrap_or(tail.len());
+        let safe = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+        let mut marker: String = tail[..close]
+            .chars()
+            .map(|c| if safe(c) { c } else { '-' })
+            .collect();
+        while marker.ends_with('-') {
+            marker.pop();
+        }
+        out.push_str(&marker);
+        at = out.len();
+        rest = tail.get(close + 1..).unwrap_or("");
+    }
+    out.push_str(rest);
+    // Whatever else the redaction left that a name should not hold (it came from the name,
+    // but a marker's neighbour could be a path separator in another form).
+    let out: String = out
+        .chars()
+        .map(|c| if c == '/' || c == '\0' { '-' } else { c })
+        .collect();
+    (!out.is_empty() && out != "." && out != "..").then_some((out, at))
+}
+
 /// `text` redacted as [`shown_text`] does, then cut to `max` characters ([`cut_shown`]).
 /// Redaction comes first: a cut secret no longer matches any rule (a password cut before its
 /// `@`, a token cut after its prefix), so a cut-then-redacted text may keep part of one.

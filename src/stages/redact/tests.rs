@@ -1529,3 +1529,17 @@ fn a_curl_password_in_markdown_code_ends_at_the_backtick() {
     // Documentation of the rule itself is no finding: `pass` is a placeholder word.
     assert!(found(&r, "the password of `curl -u user:pass`).").is_empty());
 }
+
+/// A file name that reads as a secret takes the placeholder in a form a file system and a
+/// shell take, its extension and plain parts kept, the suffix offset after the placeholder;
+/// a plain name takes none.
+#[test]
+fn a_secret_file_name_takes_a_file_safe_placeholder() {
+    let t = format!("ghp_{}", "Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVbNm9");
+    let (name, at) = super::file_safe_name(&format!("{t}.txt")).unwrap();
+    assert_eq!((name.as_str(), at), ("REDACTED-github-pat.txt", 19));
+    let (name, _) = super::file_safe_name(&format!("agent-{t}.meta.json")).unwrap();
+    assert_eq!(name, "agent-REDACTED-github-pat.meta.json");
+    assert_eq!(super::file_safe_name("toolu_01ABCdef.txt"), None);
+    assert_eq!(super::file_safe_name("agent-a4ca7529859c158c2.jsonl"), None);
+}
