@@ -17,8 +17,11 @@ use crate::stages::{Companions, Cx, MovedOut, Scope, Secrets, Stage, StageStats,
 use crate::transcript::record::{check_json, describe_invalid, Record};
 use crate::transcript::session::Session;
 
+mod split;
 mod stream;
 mod whole;
+
+pub use split::SPLIT_MIN;
 
 /// How much of a stream (stdin) a pipeline that finds secrets reads before it writes: a
 /// stream up to this size gives exactly the output of the same bytes as a file (every
@@ -68,6 +71,9 @@ pub struct Pipeline {
     /// Check every line for JSON validity even in `keep` mode (to count invalid lines).
     /// Costs a JSON scan per line; the identity fast path skips it unless asked.
     pub count_invalid: bool,
+    /// A buffer at least this big, run by record-scoped stages that look for secrets, is cut
+    /// into line-aligned parts run on the thread pool ([`split::SPLIT_MIN`]; 0: never).
+    pub split_min: usize,
 }
 
 /// What one run did to one input.
@@ -136,6 +142,7 @@ impl Pipeline {
             on_invalid,
             description,
             count_invalid: false,
+            split_min: split::SPLIT_MIN,
         }
     }
 
@@ -247,24 +254,34 @@ impl Pipeline {
         // The trace is the run's, not the stages': they never see it.
         let mut trace: Tracer = trace.then(Box::default);
         let pass = self.secret_pass();
-        let mut recording = Recording::new(data);
-        {
-            let target: &mut dyn Sink = if pass == Secrets::Ignores {
-                &mut *sink
-            } else {
-                &mut recording
-            };
-            let mut out = Out::new(target, data);
-            if self.needs_session() {
-                self.run_session(data, &mut cx, &mut trace, &mut report, &mut out)?;
-            } else {
-                self.run_records(data, 1, &mut cx, &mut trace, &mut report, &mut out)?;
+        // Record-scoped stages that look for secrets keep their output for the second pass
+        // anyway: a big buffer is then run in parts over the pool's threads.
+        let parts = (pass != Secrets::Ignores && !self.needs_session() && trace.is_none())
+            .then(|| self.parts(data, rayon::current_num_threads()))
+            .flatten();
+        let recordings = if let Some(parts) = parts {
+            self.run_parts(data, &parts, seed, &mut cx, &mut report)?
+        } else {
+            let mut recording = Recording::new(data);
+            {
+                let target: &mut dyn Sink = if pass == Secrets::Ignores {
+                    &mut *sink
+                } else {
+                    &mut recording
+                };
+                let mut out = Out::new(target, data);
+                if self.needs_session() {
+                    self.run_session(data, &mut cx, &mut trace, &mut report, &mut out)?;
+                } else {
+                    self.run_records(data, 1, &mut cx, &mut trace, &mut report, &mut out)?;
+                }
+                out.flush().map_err(|e| Error::io(origin, "write", e))?;
             }
-            out.flush().map_err(|e| Error::io(origin, "write", e))?;
-        }
+            vec![recording]
+        };
         if pass != Secrets::Ignores {
             self.write_known(
-                recording.pieces(),
+                recordings.iter().flat_map(|r| r.pieces()),
                 1,
                 pass,
                 &mut cx,

@@ -191,31 +191,17 @@ fn contained(work: impl FnOnce() -> Result<FileReport>) -> Result<FileReport> {
 pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<Outcome> {
     let seeds = seeds(pipeline, inputs, opts.propagate);
     if opts.mode == Mode::Stdout {
-        // Output order is input order; stream each file straight to stdout.
-        let stdout = io::stdout();
-        let mut lock = BufWriter::with_capacity(1 << 16, stdout.lock());
-        let mut outcomes = Vec::new();
-        let mut broken = false;
-        for (inp, seed) in inputs.iter().zip(&seeds) {
-            let result = if broken {
-                Err(Error::Other("output closed".into()))
-            } else {
-                let r = contained(|| run_one_to_known(pipeline, inp, &mut lock, seed));
-                if let Err(Error::Io { source, .. }) = &r {
-                    broken = source.kind() == io::ErrorKind::BrokenPipe;
-                }
-                r
-            };
-            if let Some(f) = &opts.on_done {
-                f(inp);
-            }
-            outcomes.push(Outcome {
-                input: inp.clone(),
-                result,
-            });
-        }
-        let _ = lock.flush();
-        return outcomes;
+        // One file after another, on a pool of `-j` threads: a big file's parts run on them.
+        let pool = opts.jobs.and_then(|n| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n.max(1))
+                .build()
+                .ok()
+        });
+        return match pool {
+            Some(pool) => pool.install(|| run_all_to_stdout(pipeline, inputs, opts, &seeds)),
+            None => run_all_to_stdout(pipeline, inputs, opts, &seeds),
+        };
     }
     let work = || {
         inputs
@@ -244,7 +230,7 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
     match opts.jobs {
         // No more threads than files: `-j 20000` on two files must not start 20000 threads.
         Some(n) => match rayon::ThreadPoolBuilder::new()
-            .num_threads(n.clamp(1, inputs.len().max(1)))
+            .num_threads(n.clamp(1, inputs.len().max(cores())))
             .build()
         {
             Ok(pool) => pool.install(work),
@@ -252,6 +238,44 @@ pub fn run_all(pipeline: &Pipeline, inputs: &[Input], opts: &RunOptions) -> Vec<
         },
         None => work(),
     }
+}
+
+/// The machine's threads (the default pool's size).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// [`run_all`] to stdout: output order is input order; each file streams straight out.
+fn run_all_to_stdout(
+    pipeline: &Pipeline,
+    inputs: &[Input],
+    opts: &RunOptions,
+    seeds: &[std::sync::Arc<Known>],
+) -> Vec<Outcome> {
+    let stdout = io::stdout();
+    let mut lock = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut outcomes = Vec::new();
+    let mut broken = false;
+    for (inp, seed) in inputs.iter().zip(seeds) {
+        let result = if broken {
+            Err(Error::Other("output closed".into()))
+        } else {
+            let r = contained(|| run_one_to_known(pipeline, inp, &mut lock, seed));
+            if let Err(Error::Io { source, .. }) = &r {
+                broken = source.kind() == io::ErrorKind::BrokenPipe;
+            }
+            r
+        };
+        if let Some(f) = &opts.on_done {
+            f(inp);
+        }
+        outcomes.push(Outcome {
+            input: inp.clone(),
+            result,
+        });
+    }
+    let _ = lock.flush();
+    outcomes
 }
 
 /// Run `pipeline` on one input, writing the whole output to `w`.

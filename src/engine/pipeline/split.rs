@@ -1,0 +1,130 @@
+//! One big file over every core: a pipeline of record-scoped stages (`redact`, `check`) sees
+//! each record on its own — the stream path already runs it chunk by chunk — so a large
+//! buffer is cut at line boundaries into parts run on the pool's threads. What each part
+//! found is merged in file order: the output, the findings (and which are listed), the
+//! counters and the known secrets are those of a run in one piece, whatever `-j` is. The
+//! second pass (every known secret's other occurrences) then runs once over the whole output.
+
+use rayon::prelude::*;
+
+use super::*;
+
+/// Files smaller than this run in one piece: a part costs a thread hand-off and a merge.
+pub const SPLIT_MIN: usize = 32 << 20;
+
+/// What one part produced.
+struct Part<'d> {
+    recording: Recording<'d>,
+    cx: Cx,
+    report: FileReport,
+}
+
+impl Pipeline {
+    /// The line-aligned parts `data` is run in over `workers` threads (None: one piece), each
+    /// with the number of its first line.
+    pub(super) fn parts<'d>(
+        &self,
+        data: &'d [u8],
+        workers: usize,
+    ) -> Option<Vec<(&'d [u8], usize)>> {
+        if workers < 2 || self.split_min == 0 || data.len() < self.split_min.max(2) {
+            return None;
+        }
+        let n = workers.min(data.len() / (self.split_min / 2).max(1)).max(2);
+        let mut cuts = vec![0usize];
+        for k in 1..n {
+            let at = (data.len() / n * k).max(*cuts.last().unwrap_or(&0));
+            match memchr::memchr(b'\n', &data[at..]) {
+                Some(nl) if at + nl + 1 < data.len() => cuts.push(at + nl + 1),
+                _ => break,
+            }
+        }
+        cuts.dedup();
+        if cuts.len() < 2 {
+            return None;
+        }
+        cuts.push(data.len());
+        let slices: Vec<&[u8]> = cuts.windows(2).map(|w| &data[w[0]..w[1]]).collect();
+        // Each part's first line number: the newlines before it, counted in parallel.
+        let counts: Vec<usize> = slices
+            .par_iter()
+            .map(|s| memchr::memchr_iter(b'\n', s).count())
+            .collect();
+        let mut first = 1;
+        Some(
+            slices
+                .into_iter()
+                .zip(counts)
+                .map(|(s, c)| {
+                    let at = first;
+                    first += c;
+                    (s, at)
+                })
+                .collect(),
+        )
+    }
+
+    /// Run the record stages over `parts` in parallel into one recording per part (in order),
+    /// and merge what each found into `cx` and `report` as a run in one piece would have.
+    pub(super) fn run_parts<'d>(
+        &self,
+        data: &'d [u8],
+        parts: &[(&'d [u8], usize)],
+        seed: &Known,
+        cx: &mut Cx,
+        report: &mut FileReport,
+    ) -> Result<Vec<Recording<'d>>> {
+        let origin = cx.origin.clone();
+        let done: Vec<Result<Part<'d>>> = parts
+            .par_iter()
+            .map(|&(part, first_line)| {
+                let mut recording = Recording::new(data);
+                let mut pcx = self.new_cx(&origin, seed);
+                let mut prep = self.new_report();
+                {
+                    let mut out = Out::new(&mut recording, data);
+                    self.run_records(part, first_line, &mut pcx, &mut None, &mut prep, &mut out)?;
+                    out.flush().map_err(|e| Error::io(&origin, "write", e))?;
+                }
+                Ok(Part {
+                    recording,
+                    cx: pcx,
+                    report: prep,
+                })
+            })
+            .collect();
+        let mut recordings = Vec::with_capacity(done.len());
+        for part in done {
+            // The first error in file order is the one a run in one piece stops at.
+            let Part {
+                recording,
+                cx: pcx,
+                report: prep,
+            } = part?;
+            recordings.push(recording);
+            for f in pcx.findings {
+                cx.report(f);
+            }
+            cx.unlisted += pcx.unlisted;
+            for (k, v) in pcx.counters {
+                *cx.counters.entry(k).or_default() += v;
+            }
+            cx.known.merge(&pcx.known);
+            report.records += prep.records;
+            report.invalid_lines += prep.invalid_lines;
+            let room = 10usize.saturating_sub(report.invalid_examples.len());
+            report
+                .invalid_examples
+                .extend(prep.invalid_examples.into_iter().take(room));
+            report.records_out += prep.records_out;
+            report.bytes_out += prep.bytes_out;
+            report.changed |= prep.changed;
+            for ((_, all), (_, one)) in report.stages.iter_mut().zip(prep.stages) {
+                all.changed += one.changed;
+                all.dropped += one.dropped;
+                all.added += one.added;
+            }
+        }
+        Ok(recordings)
+    }
+}
