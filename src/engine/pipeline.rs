@@ -142,7 +142,7 @@ impl Pipeline {
             on_invalid,
             description,
             count_invalid: false,
-            split_min: split::SPLIT_MIN,
+            split_min: split::split_min(),
         }
     }
 

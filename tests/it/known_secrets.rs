@@ -320,6 +320,56 @@ fn output_depends_neither_on_jobs_nor_on_file_order() {
     }
 }
 
+/// One file cut into parts over the threads (`CCHIST_SPLIT_MIN` makes a small file split as
+/// a 32 MiB one does) gives what one piece gives: stdout, `check`'s report, `--out-dir`.
+#[test]
+fn one_file_in_parts_gives_what_one_piece_gives() {
+    let s = Sandbox::new();
+    let body = main_transcript().repeat(40);
+    let big = s.root.join("big.jsonl");
+    std::fs::write(&big, &body).unwrap();
+    let big = big.to_str().unwrap();
+    let run = |args: &[&str], split: &str| {
+        let out = cchist()
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", &s.root)
+            .env("CCHIST_SPLIT_MIN", split)
+            .output()
+            .unwrap();
+        (out.status.code(), out.stdout)
+    };
+    for args in [
+        vec!["redact", big],
+        vec!["check", "--format", "json", big],
+        vec!["check", "--format", "sarif", big],
+    ] {
+        let whole = run(&[&args[..], &["-j", "1"]].concat(), "0");
+        assert!(!contains(&whole.1, &secret()) || args[0] != "redact");
+        for split in ["1024", "8192"] {
+            let parts = run(&[&args[..], &["-j", "2"]].concat(), split);
+            assert_eq!(parts.0, whole.0, "{args:?} split {split}: exit");
+            assert!(parts.1 == whole.1, "{args:?} split {split}: output differs");
+        }
+    }
+    let out_dir = |name: &str, jobs: &str, split: &str| {
+        let dir = s.root.join(name);
+        let st = run(
+            &[
+                "redact",
+                "-j",
+                jobs,
+                "--out-dir",
+                dir.to_str().unwrap(),
+                big,
+            ],
+            split,
+        );
+        assert_eq!(st.0, Some(0));
+        std::fs::read(dir.join("big.jsonl")).unwrap()
+    };
+    assert!(out_dir("one", "1", "0") == out_dir("parts", "2", "1024"));
+}
+
 #[test]
 fn known_values_file_is_a_secret_everywhere() {
     let dir = tempfile::tempdir().unwrap();

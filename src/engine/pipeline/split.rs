@@ -12,6 +12,15 @@ use super::*;
 /// Files smaller than this run in one piece: a part costs a thread hand-off and a merge.
 pub const SPLIT_MIN: usize = 32 << 20;
 
+/// [`SPLIT_MIN`], or `CCHIST_SPLIT_MIN` (bytes; 0: never split) where a test needs small
+/// files split to hold them to the same output as one piece.
+pub fn split_min() -> usize {
+    std::env::var("CCHIST_SPLIT_MIN")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SPLIT_MIN)
+}
+
 /// What one part produced.
 struct Part<'d> {
     recording: Recording<'d>,
