@@ -468,24 +468,39 @@ impl Pipeline {
         let (mut line_no, mut echoed, mut changed_lines, mut removed) =
             (first_line.saturating_sub(1), 0u64, 0u64, 0u64);
         let mut delta: i64 = 0;
-        for (bytes, _) in pieces {
+        let pieces: Vec<(&[u8], bool)> = pieces.collect();
+        // The search for echoes (most of this pass) is the same whatever the order: over a
+        // big output it runs on the pool's threads; numbering, reporting and writing follow
+        // in order.
+        let total: usize = pieces.iter().map(|(b, _)| b.len()).sum();
+        let chunk =
+            (self.split_min > 0 && total >= self.split_min && rayon::current_num_threads() > 1)
+                .then(|| (self.split_min / 4).max(1));
+        let flagged: Vec<Vec<Flagged>> = match chunk {
+            Some(chunk) => {
+                use rayon::prelude::*;
+                pieces
+                    .par_iter()
+                    .map(|(b, _)| flagged_lines_in_parts(echoes, b, chunk))
+                    .collect()
+            }
+            None => pieces
+                .iter()
+                .map(|(b, _)| flagged_lines(echoes, b))
+                .collect(),
+        };
+        for ((bytes, _), flagged) in pieces.into_iter().zip(flagged) {
             // The start of the run of lines written as they are.
             let mut pending = 0usize;
-            // Only the lines where the matcher (one search of the piece) sees a value or an
-            // escape are looked at; `bytes[..counted]` is numbered into `line_no`.
-            let positions = echoes.positions(bytes);
+            // `bytes[..counted]` is numbered into `line_no`.
             let mut counted = 0usize;
-            let mut next = 0usize;
-            while next < positions.len() {
-                let p = positions[next];
-                let start = memchr::memrchr(b'\n', &bytes[..p]).map_or(0, |n| n + 1);
-                let nl = memchr::memchr(b'\n', &bytes[p..]).map(|n| p + n);
-                let at = nl.map_or(bytes.len(), |n| n + 1);
-                next += positions[next..].partition_point(|&q| q < at);
-                if start < counted {
-                    // A position at a line's start already handled (from a value's match).
-                    continue;
-                }
+            for Flagged {
+                start,
+                nl,
+                at,
+                line: el,
+            } in flagged
+            {
                 line_no += memchr::memchr_iter(b'\n', &bytes[counted..start]).count();
                 counted = start;
                 let (body, term) = match nl {
@@ -499,9 +514,6 @@ impl Pipeline {
                     body,
                     term,
                     number: line_no + 1,
-                };
-                let Some(el) = echoes.line(l.body) else {
-                    continue;
                 };
                 let mut uuid = None;
                 for e in &el.echoes {
@@ -1042,6 +1054,83 @@ impl<'s, 'b> Out<'s, 'b> {
             None => Ok(()),
         }
     }
+}
+
+/// A line of an output piece holding an echo: where it starts, its newline, where the next
+/// line starts, and what it becomes.
+struct Flagged {
+    start: usize,
+    nl: Option<usize>,
+    at: usize,
+    line: crate::stages::redact::known::EchoLine,
+}
+
+/// The lines of `bytes` that hold an echo, in order. Only the lines where the matcher (one
+/// search of the piece) sees a value or an escape are looked at.
+fn flagged_lines(echoes: &Echoes, bytes: &[u8]) -> Vec<Flagged> {
+    let positions = echoes.positions(bytes);
+    let mut out = Vec::new();
+    let mut last_start = 0usize;
+    let mut next = 0usize;
+    while next < positions.len() {
+        let p = positions[next];
+        let start = memchr::memrchr(b'\n', &bytes[..p]).map_or(0, |n| n + 1);
+        let nl = memchr::memchr(b'\n', &bytes[p..]).map(|n| p + n);
+        let at = nl.map_or(bytes.len(), |n| n + 1);
+        next += positions[next..].partition_point(|&q| q < at);
+        if start < last_start {
+            // A position at a line's start already handled (from a value's match).
+            continue;
+        }
+        last_start = start;
+        let body = match nl {
+            Some(n) if n > start && bytes[n - 1] == b'\r' => &bytes[start..n - 1],
+            Some(n) => &bytes[start..n],
+            None => &bytes[start..],
+        };
+        if let Some(line) = echoes.line(body) {
+            out.push(Flagged {
+                start,
+                nl,
+                at,
+                line,
+            });
+        }
+    }
+    out
+}
+
+/// [`flagged_lines`] over line-aligned parts of about `chunk` bytes on the pool's threads: the
+/// same lines, unless a known value holds a control character (a raw newline: its match may
+/// run across lines), which keeps the piece whole.
+fn flagged_lines_in_parts(echoes: &Echoes, bytes: &[u8], chunk: usize) -> Vec<Flagged> {
+    use rayon::prelude::*;
+    if bytes.len() < 2 * chunk || echoes.holds_controls() {
+        return flagged_lines(echoes, bytes);
+    }
+    let mut cuts = vec![0usize];
+    let mut at = chunk;
+    while at < bytes.len() {
+        match memchr::memchr(b'\n', &bytes[at..]) {
+            Some(n) if at + n + 1 < bytes.len() => cuts.push(at + n + 1),
+            _ => break,
+        }
+        at = cuts[cuts.len() - 1] + chunk;
+    }
+    cuts.push(bytes.len());
+    let parts: Vec<Vec<Flagged>> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let mut v = flagged_lines(echoes, &bytes[w[0]..w[1]]);
+            for f in &mut v {
+                f.start += w[0];
+                f.at += w[0];
+                f.nl = f.nl.map(|n| n + w[0]);
+            }
+            v
+        })
+        .collect();
+    parts.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

@@ -144,3 +144,48 @@ fn parts_are_whole_lines_numbered() {
     }
     assert_eq!(at, data.len());
 }
+
+/// The echo search over parts of a piece finds the lines the search of the whole piece finds,
+/// at the same offsets.
+#[test]
+fn echo_lines_in_parts_are_those_of_the_whole_piece() {
+    use crate::stages::redact::known::KnownSecret;
+    let value = format!("Zq8xLm3kvR7pW2xY{}", "9kT1aB4cD6");
+    let mut known = Known::default();
+    known.add(
+        value.as_bytes(),
+        KnownSecret {
+            rule: "test".into(),
+            placeholder: b"[REDACTED:test]".to_vec(),
+            fingerprint: String::new(),
+        },
+    );
+    let echoes = known.echoes().expect("a matcher");
+    let mut piece = String::new();
+    for n in 0..300 {
+        let text = match n % 5 {
+            0 => format!("saw {value} here"),
+            1 => "caf\\u00e9 and a\\/b".to_string(),
+            _ => format!("line {n}"),
+        };
+        piece.push_str(&serde_json::json!({ "n": n, "text": text }).to_string());
+        piece.push_str(if n % 3 == 0 { "\r\n" } else { "\n" });
+    }
+    piece.push_str(&format!("{{\"last\":\"{value}\"}}"));
+    let piece = piece.as_bytes();
+    let key = |v: Vec<super::Flagged>| -> Vec<(usize, Option<usize>, usize, Vec<u8>)> {
+        v.into_iter()
+            .map(|f| (f.start, f.nl, f.at, f.line.line))
+            .collect()
+    };
+    let whole = key(super::flagged_lines(&echoes, piece));
+    assert_eq!(whole.len(), 61);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    for chunk in [1, 100, 1000, 5000] {
+        let parts = pool.install(|| key(super::flagged_lines_in_parts(&echoes, piece, chunk)));
+        assert_eq!(parts, whole, "chunk {chunk}");
+    }
+}

@@ -674,6 +674,12 @@ impl Echoes {
         &self.secrets[i]
     }
 
+    /// Whether some known value holds a control character (a raw newline among them: a match
+    /// may then run across lines).
+    pub fn holds_controls(&self) -> bool {
+        self.controls
+    }
+
     /// Whether secret `i` is propagated wherever it occurs (not only as a whole token).
     fn anywhere(&self, i: usize) -> bool {
         self.reach[i] == Reach::Anywhere
