@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throughput of cchist against the usual tools, on the same bytes, single core, page cache warm.
 #
-#   scripts/compare.sh [SIZE_MB]     (default 256; PEERS=0 skips the peers)
+#   scripts/compare.sh [SIZE_MB]     (default 256; PEERS=0 skips the peers; DENSE_MB=50 sizes
+#                                     the secret-dense file)
 #
 # Builds a corpus of SIZE_MB from ../shared/corpus, else tests/corpus (sessions, repeated), then
 # times each command (best of $RUNS runs, default 5: a shared VM is noisy) and prints MiB/s.
@@ -119,7 +120,7 @@ if [ "${PEERS:-1}" = 1 ]; then
   python3 -m venv "$WORK/venv"
   "$WORK/venv/bin/pip" install -q credcloak==0.1.0 neuralyzer==0.1.0 agentsweep==0.1.9
   DENSE=$WORK/dense.jsonl
-  FAKE_PEM=$WORK/fake_rsa.pem python3 scripts/peers_gen.py big "$DENSE" 50
+  FAKE_PEM=$WORK/fake_rsa.pem python3 scripts/peers_gen.py big "$DENSE" "${DENSE_MB:-50}"
   DBYTES=$(stat -c %s "$DENSE")
   SID=3f2b8c1e-6d4a-4f7e-9b2c-8a1d5e6f7a90
   # peer NAME COMMAND: best of $PEER_RUNS (default 1) runs in a fresh scratch HOME ($H, session $S)
