@@ -2,9 +2,10 @@
 //!
 //! Run with `cargo bench --bench json_parsers` (add `-- header` or `-- value` for one half).
 //! Four inputs, each a few MB of one record shape (no corpus content: every line is built
-//! here): short chat records (~200 B), assistant tool-use records (~2 KB), and large tool
-//! results (~100 KB: the output twice, in `message.content` and in `toolUseResult`) with the
-//! header fields after the big strings (Claude Code's own key order) or before them.
+//! here; their sizes are printed first): short chat records (~310 B), assistant tool-use
+//! records (~1.6 KB), and large tool results (~105 KB: the output twice, in `message.content`
+//! and in `toolUseResult`) with the header fields after the big strings (Claude Code's own key
+//! order) or before them.
 //!
 //! `header/*` reads what `transcript::record::Header::parse` reads (`type`, the ids, the
 //! flags, `attachment.type`, `message.id`/`role`, every content block's `type`, `id`,
@@ -203,14 +204,14 @@ fn inputs() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         lines
     };
     let sets = vec![
-        ("chat_200B", set(2 << 20, &mut chat)),
-        ("tool_use_2KB", set(2 << 20, &mut tool_use)),
+        ("chat_300B", set(2 << 20, &mut chat)),
+        ("tool_use_1600B", set(2 << 20, &mut tool_use)),
         (
-            "tool_result_100KB_fields_after",
+            "tool_result_105KB_fields_after",
             set(4 << 20, &mut |r, i| tool_result(r, i, false)),
         ),
         (
-            "tool_result_100KB_fields_before",
+            "tool_result_105KB_fields_before",
             set(4 << 20, &mut |r, i| tool_result(r, i, true)),
         ),
     ];
