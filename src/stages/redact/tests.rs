@@ -1529,3 +1529,28 @@ fn a_curl_password_in_markdown_code_ends_at_the_backtick() {
     // Documentation of the rule itself is no finding: `pass` is a placeholder word.
     assert!(found(&r, "the password of `curl -u user:pass`).").is_empty());
 }
+
+/// An HTML entity before the `;` a connection string's password ends at is no password
+/// (`password=&quot;…&quot;` on an escaped page quotes the value); a password that starts
+/// with `&` still is one.
+#[test]
+fn an_html_entity_is_no_connection_string_password() {
+    let r = all_rules();
+    for t in [
+        "password=&quot;&quot;",
+        "Password=&#34;;",
+        "x;password=&#x22;;",
+    ] {
+        let f = found(&r, t);
+        assert!(
+            !f.iter().any(|(id, _)| id == "connection-string-password"),
+            "{t}: {f:?}"
+        );
+    }
+    let f = found(&r, "Server=db;Password=&Pa55w0rd!;");
+    assert!(
+        f.iter()
+            .any(|(id, s)| id == "connection-string-password" && s == "&Pa55w0rd!"),
+        "{f:?}"
+    );
+}
