@@ -157,6 +157,10 @@ fn html_entities_inside_or_around_a_token() {
             "Tom &amp; Jerry &#8212; &lt;b&gt;bold&lt;/b&gt; &quot;quoted&quot; &#65;BC &apos;x&apos;",
         )),
         alike(user(7, "password=&quot;&quot; and &#112;assword")),
+        // The entity hides the name a rule looks for: `api_key = "…"` as it reads.
+        secret("generic-high-entropy", &pw, |s| {
+            user(9, &format!("api&#95;key = &quot;{s}&quot;"))
+        }),
         // Tool output of a fetched page, with the entity in a plain-text line of its own.
         secret("github-pat", &format!("ghp&#95;{}", gh_body(8)), |s| {
             format!("fetched: {s} end")

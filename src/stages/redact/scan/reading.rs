@@ -632,4 +632,46 @@ mod tests {
             );
         }
     }
+
+    /// Texts made of the pieces every pass reads, mixed: a reading is shorter than its text,
+    /// and its spans map back inside the text, in order (as the fuzz target checks on any
+    /// bytes).
+    #[test]
+    fn every_span_of_a_reading_maps_back_in_order() {
+        let parts = [
+            "&#", "65", ";", "x5f", "&quot;", "&amp;", "%25", "5F", "%", "41", "\"", "'", "`",
+            " + ", "+\n", "\n  ", " ", "join(", "\"\"", ".", "[", "]", "(", ")", ", ", "${", "}",
+            "ghp_", "AKIA", "ab", "\u{200B}", "||",
+        ];
+        let mut x: u64 = 7;
+        let mut read = 0;
+        for _ in 0..3000 {
+            let mut t = String::new();
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            for _ in 0..(x >> 60) + 4 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                t.push_str(parts[(x >> 33) as usize % parts.len()]);
+            }
+            let Some(r) = reading(t.as_bytes()) else {
+                continue;
+            };
+            read += 1;
+            assert!(r.text.len() < t.len(), "{t:?}");
+            let mut last = 0;
+            for i in 0..=r.text.len() {
+                let (s, e) = (r.start(i), r.end(i));
+                assert!(s >= last && s <= t.len(), "{t:?} at {i}");
+                assert!(
+                    e <= t.len() && (i == 0 || e >= r.start(i - 1)),
+                    "{t:?} at {i}"
+                );
+                last = s;
+            }
+        }
+        assert!(read > 1000, "{read} of 3000 read otherwise");
+    }
 }
