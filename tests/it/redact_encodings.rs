@@ -57,6 +57,14 @@ fn tool_use(i: usize, tool: &str, input: Value) -> String {
     .to_string()
 }
 
+/// A user record answering tool call `t{i}` with `text`.
+fn tool_result(i: usize, text: &str) -> String {
+    json!({"type": "user", "uuid": format!("r{i}"), "parentUuid": null,
+        "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": text}]}})
+    .to_string()
+}
+
 /// One line of a case: the line as written, and what `redact` must make of it (the line
 /// itself for a look-alike, which `check` must not report either).
 struct Case {
@@ -257,6 +265,16 @@ fn plus_across_a_line_break() {
             "Write",
             json!({"file_path": "/app/m.js", "content": "const msg = \"hello \" +\n  \"world\";\nconst n = 'a' +\n 'b';\n"}),
         )),
+        // As Read shows the file: a line number before each line.
+        secret(
+            "anthropic-api-key",
+            &format!("sk-ant-api03-\" +\n     2\u{2192}  \"{}", ant_body(32)),
+            |s| tool_result(3, &format!("     1\u{2192}const k = \"{s}\";\n")),
+        ),
+        alike(tool_result(
+            4,
+            "     1\u{2192}const msg = \"hello \" +\n     2\u{2192}  \"world\";\n",
+        )),
     ];
     run(&cases);
 }
@@ -280,6 +298,12 @@ fn python_implicit_concatenation() {
                 )
             },
         ),
+        // The token's start written `\u0041` in the file: the escape hid it from the prefilter.
+        Case {
+            line: user(4, &format!("k = (\n  \"AKIA\"\n  \"{}\"\n)", aws_body(42)))
+                .replace("AKIA", "\\u0041KIA"),
+            want: user(4, "k = (\n  \"[REDACTED:aws-access-key-id]\"\n)"),
+        },
         alike(user(2, "print(\"hello\" \"world\")")),
         alike(tool_use(
             3,

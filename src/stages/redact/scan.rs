@@ -432,6 +432,18 @@ pub fn may_hide(text: &[u8]) -> bool {
 /// lines of their own (`"AKIA"\n    "…"`), which no anchor of their own finds.
 const VISIBLE_FROM: usize = 3;
 
+/// The token starts are [`ESCAPE_ANCHORS`] from [`VISIBLE_FROM`] up to here.
+const TOKEN_STARTS_END: usize = 13;
+
+/// Whether `text` (a decoded string) holds the start of a token: one an escape hid from the
+/// prefilter (`\u0067hp_…`) may have its pieces on lines of their own, so the string is
+/// searched in its [`reading`] too.
+pub fn holds_token_start(text: &[u8]) -> bool {
+    ESCAPE_ANCHORS[VISIBLE_FROM..TOKEN_STARTS_END]
+        .iter()
+        .any(|a| memchr::memmem::find(text, a).is_some())
+}
+
 /// Whether `t` starts with an anchor that makes a string read otherwise than it is written
 /// (an invisible character, a percent-encoded one, concatenated literals): a string holding
 /// one is searched in its [`reading`] (as is a string with a keyword that [`may_hide`]).
@@ -475,9 +487,11 @@ fn ansi_inside_token(line: &[u8], p: usize) -> bool {
 }
 
 #[test]
-fn the_visible_anchors_follow_the_token_starts() {
+fn the_visible_anchors_start_at_the_token_starts() {
     assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM - 1], b":/\\/");
     assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM], b"ghp_");
+    assert_eq!(ESCAPE_ANCHORS[TOKEN_STARTS_END - 1], b"AKIA");
+    assert_eq!(ESCAPE_ANCHORS[TOKEN_STARTS_END], "\u{200B}".as_bytes());
 }
 
 /// Hit marker of an escape anchor.

@@ -460,7 +460,8 @@ impl Redactor {
         let reads_otherwise = {
             let i = st.visible.partition_point(|&p| p < s);
             st.visible.get(i).is_some_and(|&p| p < e)
-        } || ((hidden || !val_hits.is_empty()) && scan::may_hide(&cur));
+        } || ((hidden || !val_hits.is_empty()) && scan::may_hide(&cur))
+            || (tok.flags & esc::U != 0 && scan::holds_token_start(&cur));
         if let Some(r) = (full || reads_otherwise)
             .then(|| scan::reading(&cur))
             .flatten()

@@ -203,22 +203,83 @@ fn tokenish(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')
 }
 
-/// Blanks and line breaks (between the pieces of code that joins literals).
+/// Blanks (between the pieces of code that joins literals).
 fn blank(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-/// The most blanks looked past between two pieces.
+/// The most blanks looked past between two pieces, and the most line breaks.
 const MAX_BLANKS: usize = 64;
+const MAX_BREAKS: usize = 4;
 
-/// Where the blanks from `i` end (at most [`MAX_BLANKS`]).
+/// Where the blanks and line breaks from `i` end. After a line break, the prefix a tool puts
+/// before each line is looked past too: Read's line number (`     2→`, `2\t`), grep's
+/// `path:12:` or `path-12-`, a diff's `+` or `-`.
 fn skip_blanks(t: &[u8], i: usize) -> usize {
-    let n = t[i.min(t.len())..]
+    let mut k = i.min(t.len());
+    let (mut blanks, mut breaks) = (0, 0);
+    while k < t.len() && blanks < MAX_BLANKS {
+        match t[k] {
+            b' ' | b'\t' | b'\r' => k += 1,
+            b'\n' if breaks < MAX_BREAKS => {
+                breaks += 1;
+                k += 1 + line_prefix(&t[k + 1..]);
+            }
+            _ => break,
+        }
+        blanks += 1;
+    }
+    k
+}
+
+/// The length of the prefix a tool writes before a line of a file (see [`skip_blanks`]).
+fn line_prefix(t: &[u8]) -> usize {
+    let spaces = t.iter().take(8).take_while(|&&c| c == b' ').count();
+    let digits = t[spaces..]
         .iter()
-        .take(MAX_BLANKS)
-        .take_while(|&&c| blank(c))
+        .take(9)
+        .take_while(|c| c.is_ascii_digit())
         .count();
-    i + n
+    if digits > 0 {
+        let rest = &t[spaces + digits..];
+        if rest.starts_with("\u{2192}".as_bytes()) {
+            return spaces + digits + 3;
+        }
+        if rest.first() == Some(&b'\t') {
+            return spaces + digits + 1;
+        }
+    }
+    // grep: a path (no blank, quote or colon), then `:12:`; or `-12-` ending the path.
+    let run = t
+        .iter()
+        .take(256)
+        .take_while(|&&c| !blank(c) && !quote(c) && c != b':')
+        .count();
+    let digits_before = |end: usize| {
+        t[..end]
+            .iter()
+            .rev()
+            .take(9)
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    if run > 0 && t.get(run) == Some(&b':') {
+        let n = t[run + 1..]
+            .iter()
+            .take(9)
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if n > 0 && t.get(run + 1 + n) == Some(&b':') {
+            return run + n + 2;
+        }
+    }
+    if run >= 4 && t[run - 1] == b'-' {
+        let n = digits_before(run - 1);
+        if n > 0 && run - 1 - n >= 2 && t[run - 2 - n] == b'-' {
+            return run;
+        }
+    }
+    usize::from(matches!(t.first(), Some(b'+' | b'-')))
 }
 
 /// `&#65;`, `&#x5f;` (a character by its number, `;` required) and `&quot;`, `&apos;`,
@@ -602,6 +663,21 @@ mod tests {
                 format!("`AKIA` + `{body}`"),
                 format!("AKIA{body}"),
                 format!("AKIA` + `{body}"),
+            ),
+            (
+                format!("     1\u{2192}k = \"sk-\" +\n     2\u{2192}  \"{body}\""),
+                format!("sk-{body}"),
+                format!("sk-\" +\n     2\u{2192}  \"{body}"),
+            ),
+            (
+                format!("a.py:3:k = (\"AKIA\"\na.py-4-  \"{body}\")"),
+                format!("AKIA{body}"),
+                format!("AKIA\"\na.py-4-  \"{body}"),
+            ),
+            (
+                format!("+k = \"ghp_\" +\n+  \"{body}\""),
+                format!("ghp_{body}"),
+                format!("ghp_\" +\n+  \"{body}"),
             ),
             (
                 format!("a\u{200B}b &#65;{body}"),
