@@ -21,11 +21,13 @@ impl Redactor {
         let mut escaped = false;
         if !full {
             self.engine.hits(line, true, &mut raw_hits);
-            if raw_hits.is_empty() {
+            // HTML entities by number and `%25` are found apart from the prefilter.
+            scan::encoded_forms(line, &mut esc_pos);
+            if raw_hits.is_empty() && esc_pos.is_empty() {
                 return LineResult::default();
             }
             // An escape that could hide a keyword: strings holding one are decoded and searched.
-            escaped = raw_hits.iter().any(|h| h.rule == scan::ESCAPE);
+            escaped = !esc_pos.is_empty() || raw_hits.iter().any(|h| h.rule == scan::ESCAPE);
             st_escapes(&raw_hits, &mut esc_pos);
             raw_hits.retain(|h| h.rule != scan::ESCAPE);
             raw_hits.sort_unstable_by_key(|h| (h.pos, h.rule));
