@@ -23,6 +23,7 @@ mod import;
 mod known_secrets;
 mod newcomer;
 mod redact;
+mod redact_encodings;
 mod redact_props;
 mod redact_recall;
 mod reliability_append;

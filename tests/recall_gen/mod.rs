@@ -128,6 +128,48 @@ fn human_password(g: &mut Gen) -> String {
 /// The positive kinds: (name, maker).
 pub fn kinds() -> Vec<(&'static str, KindFn)> {
     vec![
+        // Tokens in the forms code and web pages write them (issue #25, R2/12): the secret is
+        // the token as it reads; no half of it may be left.
+        ("token with an html entity", |g| {
+            let b = g.key(36, ALNUM);
+            p(format!("<pre>token: ghp&#95;{b}</pre>"), format!("ghp_{b}"))
+        }),
+        ("token percent-encoded twice", |g| {
+            let b = g.key(36, ALNUM);
+            p(
+                format!("GET /cb?next=%2Fhook%3Ft%3Dghp%255F{b}&x=1"),
+                format!("ghp_{b}"),
+            )
+        }),
+        ("token joined from an array", |g| {
+            let b = g.key(16, UPPER_NUM);
+            p(
+                format!(
+                    "key = \"\".join([\"AKIA\", \"{}\", \"{}\"])",
+                    &b[..8],
+                    &b[8..]
+                ),
+                format!("AKIA{b}"),
+            )
+        }),
+        ("token cut by + at a line end", |g| {
+            let b = g.key(93, WORDISH);
+            p(
+                format!("const k = \"sk-ant-api03-\" +\n  \"{b}AA\";"),
+                format!("sk-ant-api03-{b}AA"),
+            )
+        }),
+        ("token in implicit concatenation", |g| {
+            let b = g.key(36, ALNUM);
+            p(
+                format!(
+                    "TOKEN = (\n    \"ghp_{}\"\n    \"{}\"\n)",
+                    &b[..18],
+                    &b[18..]
+                ),
+                format!("ghp_{b}"),
+            )
+        }),
         ("github-pat env", |g| {
             let t = format!("ghp_{}", g.key(36, ALNUM));
             p(format!("export GITHUB_TOKEN={t}"), t)
@@ -501,6 +543,24 @@ pub fn kinds() -> Vec<(&'static str, KindFn)> {
 /// The look-alike classes: (name, maker of a snippet that must stay byte-identical).
 pub fn lookalikes() -> Vec<(&'static str, LookFn)> {
     vec![
+        // The forms a reader sees (HTML entities, twice percent-encoded, pieces code joins),
+        // holding no secret: read, they are still none.
+        ("html-escaped markup", |_| {
+            "&lt;input type=&quot;password&quot; value=&quot;&quot;&gt; it&#39;s &#8230; &amp; more"
+                .into()
+        }),
+        ("double-encoded url", |_| {
+            "https://example.com/?next=%252Fhome%253Fq%253D1%2520x".into()
+        }),
+        ("joined words", |_| {
+            "name = \"\".join([\"first\", \"last\"]); c = [\"red\", \"blue\"].join(\"\")".into()
+        }),
+        ("concatenated words", |_| {
+            "msg = (\"Hello, \"\n    \"world\") + \"x\" \"y\"; s = \"a\" +\n  \"b\"".into()
+        }),
+        ("template pieces", |_| {
+            "const a = `pre${\"\"}fix` + `x`;".into()
+        }),
         ("aws documented example id", |_| {
             "aws_access_key_id = AKIAIOSFODNN7EXAMPLE".into()
         }),

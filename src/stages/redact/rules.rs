@@ -1033,6 +1033,7 @@ pub static RULES: &[Rule] = &[
         regex: r##"(?i)(?:(?:^|[;\s"'])password[ \t]{0,2}=[ \t]{0,2}(?P<secret>[^;'"\s]{1,256})[ \t]{0,2};|[?&]passw(?:or)?d=(?P<secret2>[^&\s'"#;]{1,256}))"##,
         keywords: &[ci("passw", Assign(3, ANY))],
         before: 1,
+        checks: &[NotHtmlEntity],
         ..BASE
     },
     Rule {

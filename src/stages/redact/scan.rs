@@ -319,6 +319,8 @@ pub struct Engine {
     anchors: Vec<Vec<u8>>,
 }
 
+mod reading;
+pub use reading::{reading, without_invisible, Reading, INVISIBLE};
 mod special;
 use special::{Special, SPECIAL_BYTES};
 
@@ -330,7 +332,7 @@ const SHARED_ANCHORS: &[&[u8]] = &[b"key", b"sk-"];
 /// written as `\/` in `://`; and the invisible characters a token can be broken by (issue #25:
 /// a zero-width space pasted inside `ghp_…` hides it from every rule), raw or escaped. A line
 /// holding one is scanned string by string, and a string holding an invisible character (or
-/// a percent-encoded one) is searched as it reads ([`visible_form`]).
+/// a percent-encoded one) is searched as it reads ([`reading`]).
 const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\u00",
     b":\\/",
@@ -390,36 +392,23 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     b"\\\"+\\\"",
     b"\\\" . \\\"",
     b"\\\" || \\\"",
+    // Forms code and web pages write tokens in (issue #25, R2/12): `&quot;…&quot;`, `+` at a
+    // line's end, empty template substitutions. Pieces that `join("")`, Python's `"a" "b"` or
+    // backticks put together are found from the token start the first piece holds (above):
+    // anchors of their own (`\" \"`, `join(\"\")`, `` ` + ` ``) sent 9% of the corpus
+    // through a second search for 2 lines in 10,000. `&#` and `%25` are looked for apart
+    // ([`encoded_forms`]): as anchors (a short window, digits) they cost the one pass 70%.
+    b"&quot;",
+    b"\\\" +\\n",
+    b"' +\\n",
+    b"${\\\"\\\"}",
+    b"${''}",
     // Escaped forms the `\\u00` anchor also finds, that make a string read otherwise.
     b"\\u00ad",
     b"\\u00AD",
     b"\\u001b[",
     b"\\u001B[",
 ];
-
-/// Characters that show nothing and break a token apart: zero-width space, non-joiner and
-/// joiner, word joiner, the byte-order mark (zero-width no-break space), the soft hyphen,
-/// direction marks and embeddings, invisible operators, the Mongolian vowel separator, the
-/// combining grapheme joiner, the Hangul filler, the emoji variation selector (and the tag
-/// characters, U+E0000–U+E007F).
-pub const INVISIBLE: [char; 25] = [
-    '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{AD}', '\u{200E}', '\u{200F}',
-    '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2061}', '\u{2062}', '\u{2063}',
-    '\u{2064}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}', '\u{180E}', '\u{034F}', '\u{3164}',
-    '\u{FE0F}',
-];
-
-/// The length of the terminal control sequence (`ESC [ … letter`) `t` starts with, if it does.
-fn is_ansi(t: &[u8]) -> Option<usize> {
-    if !t.starts_with(b"\x1b[") {
-        return None;
-    }
-    let n = t[2..]
-        .iter()
-        .take(16)
-        .position(|c| !(c.is_ascii_digit() || *c == b';'))?;
-    t[2 + n].is_ascii_alphabetic().then_some(3 + n)
-}
 
 /// Whether `text` holds a byte an invisible character starts with (other than those with an
 /// anchor of their own: a multi-byte anchor for each would hand the prefilter many false
@@ -431,163 +420,49 @@ pub fn may_hide(text: &[u8]) -> bool {
         || memchr::memchr(0x1B, text).is_some()
 }
 
-/// `text` as a reader sees it, when that differs: invisible characters removed
-/// ([`without_invisible`]), a token's percent-encoded punctuation decoded (`ghp%5F…` is
-/// `ghp_…`), and string literals joined where code concatenates them (`"ghp_ab" + "cd…"`).
-/// None when it reads as it is. A string is searched in this form too, and written in it when
-/// a secret was found there.
-pub fn visible_form(text: &[u8]) -> Option<Vec<u8>> {
-    let a = without_invisible(text);
-    let b = percent_decoded(a.as_deref().unwrap_or(text));
-    let c = literals_joined(b.as_deref().or(a.as_deref()).unwrap_or(text));
-    c.or(b).or(a)
-}
+/// [`ESCAPE_ANCHORS`] from here on make a string read otherwise ([`reading`]); those
+/// before are escapes that may hide a keyword. A token start counts: its pieces may follow on
+/// lines of their own (`"AKIA"\n    "…"`), which no anchor of their own finds.
+const VISIBLE_FROM: usize = 3;
 
-/// `%XX` escapes of a token's punctuation (`_ - + / =`) decoded; None when there is none.
-fn percent_decoded(text: &[u8]) -> Option<Vec<u8>> {
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let mut out: Option<Vec<u8>> = None;
-    let mut at = 0;
-    for p in memchr::memchr_iter(b'%', text) {
-        if p < at || p + 2 >= text.len() {
-            continue;
-        }
-        let (Some(h), Some(l)) = (hex(text[p + 1]), hex(text[p + 2])) else {
-            continue;
-        };
-        let c = h * 16 + l;
-        // Only the characters of tokens the prefilter anchors on (see ESCAPE_ANCHORS).
-        if !matches!(c, b'_' | b'-' | b'+' | b'/' | b'=') {
-            continue;
-        }
-        let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-        o.extend_from_slice(&text[at..p]);
-        o.push(c);
-        at = p + 3;
-    }
-    let mut o = out?;
-    o.extend_from_slice(&text[at..]);
-    Some(o)
-}
+/// The token starts are [`ESCAPE_ANCHORS`] from [`VISIBLE_FROM`] up to here.
+const TOKEN_STARTS_END: usize = 13;
 
-/// Quoted literals joined where code concatenates them: `"a" + "b"`, `'a' . 'b'` (PHP),
-/// `'a' || 'b'` (SQL), with `"`, `'` or a backtick, read `"ab"`, when
-/// the characters on both sides are a token's. None when there is none.
-fn literals_joined(text: &[u8]) -> Option<Vec<u8>> {
-    let tokenish =
-        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
-    // What may stand between two literals (the forms the prefilter anchors on).
-    const JOINS: &[&[u8]] = &[b" + ", b"+", b" . ", b".", b" || ", b"||"];
-    let mut out: Option<Vec<u8>> = None;
-    let mut at = 0;
-    for i in memchr::memchr3_iter(b'"', b'\'', b'`', text) {
-        if i == 0 || i < at || !tokenish(text[i - 1]) {
-            continue;
-        }
-        let q = text[i];
-        let rest = &text[i + 1..];
-        let Some(op) = JOINS.iter().find(|op| rest.starts_with(op)) else {
-            continue;
-        };
-        let j = i + 1 + op.len();
-        if j + 1 < text.len() && text[j] == q && tokenish(text[j + 1]) {
-            let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-            o.extend_from_slice(&text[at..i]);
-            at = j + 1;
-        }
-    }
-    let mut o = out?;
-    o.extend_from_slice(&text[at..]);
-    Some(o)
-}
-
-/// `text` without its [`INVISIBLE`] characters; None when it holds none.
-pub fn without_invisible(text: &[u8]) -> Option<Vec<u8>> {
-    let lead = |c: u8| matches!(c, 0x1B | 0xC2 | 0xCD | 0xE1 | 0xE2 | 0xE3 | 0xEF | 0xF3);
-    let mut out: Option<Vec<u8>> = None;
-    let mut at = 0;
-    let mut p = 0;
-    while let Some(off) = next_lead(&text[p..], lead) {
-        p += off;
-        match invisible_len(&text[p..]) {
-            Some(n) => {
-                let o = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-                o.extend_from_slice(&text[at..p]);
-                p += n;
-                at = p;
-            }
-            None => p += 1,
-        }
-    }
-    let mut o = out?;
-    o.extend_from_slice(&text[at..]);
-    Some(o)
-}
-
-/// The first position in `t` whose byte is `lead`: 16 bytes at a time skip what is plain
-/// ASCII without an escape byte (most of a transcript), which the compiler does in SIMD.
-#[inline]
-fn next_lead(t: &[u8], lead: impl Fn(u8) -> bool) -> Option<usize> {
-    let mut chunks = t.chunks_exact(16);
-    let mut at = 0;
-    for c in chunks.by_ref() {
-        if c.iter()
-            .fold(false, |acc, &b| acc | (b >= 0xC2) | (b == 0x1B))
-        {
-            if let Some(i) = c.iter().position(|&b| lead(b)) {
-                return Some(at + i);
-            }
-        }
-        at += 16;
-    }
-    chunks
-        .remainder()
+/// Whether `text` (a decoded string) holds the start of a token: one an escape hid from the
+/// prefilter (`\u0067hp_…`) may have its pieces on lines of their own, so the string is
+/// searched in its [`reading`] too.
+pub fn holds_token_start(text: &[u8]) -> bool {
+    ESCAPE_ANCHORS[VISIBLE_FROM..TOKEN_STARTS_END]
         .iter()
-        .position(|&b| lead(b))
-        .map(|i| at + i)
+        .any(|a| memchr::memmem::find(text, a).is_some())
 }
 
-/// The length of the invisible character ([`INVISIBLE`], a tag character, a terminal control
-/// sequence) `t` starts with, if it does: the character decoded once, not compared with each.
-fn invisible_len(t: &[u8]) -> Option<usize> {
-    if t.first() == Some(&0x1B) {
-        return is_ansi(t);
+/// Where `line` holds `&#` (an HTML entity by number: `&#65;KIA…`) or `%25` (a `%XX` encoded
+/// twice: `ghp%255F…`), appended to `out`: a string holding one is searched in its
+/// [`reading`]. One pass for `&` and `%` (rare in transcripts: 0.05% of the bytes), apart
+/// from the prefilter (see [`ESCAPE_ANCHORS`]).
+pub fn encoded_forms(line: &[u8], out: &mut Vec<usize>) {
+    for p in memchr::memchr2_iter(b'&', b'%', line) {
+        let t = &line[p..];
+        if t.starts_with(b"&#") || t.starts_with(b"%25") {
+            out.push(p);
+        }
     }
-    let (cp, n) = match *t {
-        [b0 @ 0xC2..=0xDF, b1, ..] => ((u32::from(b0 & 0x1F) << 6) | u32::from(b1 & 0x3F), 2),
-        [b0 @ 0xE0..=0xEF, b1, b2, ..] => (
-            (u32::from(b0 & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F),
-            3,
-        ),
-        [b0 @ 0xF0..=0xF4, b1, b2, b3, ..] => (
-            (u32::from(b0 & 0x07) << 18)
-                | (u32::from(b1 & 0x3F) << 12)
-                | (u32::from(b2 & 0x3F) << 6)
-                | u32::from(b3 & 0x3F),
-            4,
-        ),
-        _ => return None,
-    };
-    let invisible = (0xE0000..=0xE007F).contains(&cp)
-        || char::from_u32(cp).is_some_and(|c| INVISIBLE.contains(&c));
-    invisible.then_some(n)
 }
-
-/// [`ESCAPE_ANCHORS`] from here on make a string read otherwise ([`visible_form`]); those
-/// before are escapes that may hide a keyword, and the starts of tokens.
-const VISIBLE_FROM: usize = 13;
 
 /// Whether `t` starts with an anchor that makes a string read otherwise than it is written
 /// (an invisible character, a percent-encoded one, concatenated literals): a string holding
-/// one is searched in its [`visible_form`] (as is a string with a keyword that [`may_hide`]).
+/// one is searched in its [`reading`] (as is a string with a keyword that [`may_hide`]).
 pub fn visible_trigger(line: &[u8], p: usize) -> bool {
     let t = &line[p..];
     if t.starts_with(b"\\u001b[") || t.starts_with(b"\\u001B[") {
         return ansi_inside_token(line, p);
     }
-    ESCAPE_ANCHORS[VISIBLE_FROM..]
-        .iter()
-        .any(|a| t.starts_with(a))
+    t.starts_with(b"&#")
+        || t.starts_with(b"%25")
+        || ESCAPE_ANCHORS[VISIBLE_FROM..]
+            .iter()
+            .any(|a| t.starts_with(a))
 }
 
 /// Whether the escaped terminal control sequence at `p` (`\u001b[…m`) sits inside a token or
@@ -620,9 +495,11 @@ fn ansi_inside_token(line: &[u8], p: usize) -> bool {
 }
 
 #[test]
-fn the_visible_anchors_follow_the_token_starts() {
-    assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM - 1], b"AKIA");
-    assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM], "\u{200B}".as_bytes());
+fn the_visible_anchors_start_at_the_token_starts() {
+    assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM - 1], b":/\\/");
+    assert_eq!(ESCAPE_ANCHORS[VISIBLE_FROM], b"ghp_");
+    assert_eq!(ESCAPE_ANCHORS[TOKEN_STARTS_END - 1], b"AKIA");
+    assert_eq!(ESCAPE_ANCHORS[TOKEN_STARTS_END], "\u{200B}".as_bytes());
 }
 
 /// Hit marker of an escape anchor.

@@ -1543,3 +1543,28 @@ fn a_secret_file_name_takes_a_file_safe_placeholder() {
     assert_eq!(super::file_safe_name("toolu_01ABCdef.txt"), None);
     assert_eq!(super::file_safe_name("agent-a4ca7529859c158c2.jsonl"), None);
 }
+
+/// An HTML entity before the `;` a connection string's password ends at is no password
+/// (`password=&quot;…&quot;` on an escaped page quotes the value); a password that starts
+/// with `&` still is one.
+#[test]
+fn an_html_entity_is_no_connection_string_password() {
+    let r = all_rules();
+    for t in [
+        "password=&quot;&quot;",
+        "Password=&#34;;",
+        "x;password=&#x22;;",
+    ] {
+        let f = found(&r, t);
+        assert!(
+            !f.iter().any(|(id, _)| id == "connection-string-password"),
+            "{t}: {f:?}"
+        );
+    }
+    let f = found(&r, "Server=db;Password=&Pa55w0rd!;");
+    assert!(
+        f.iter()
+            .any(|(id, s)| id == "connection-string-password" && s == "&Pa55w0rd!"),
+        "{f:?}"
+    );
+}

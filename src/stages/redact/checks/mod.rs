@@ -58,6 +58,10 @@ pub enum Check {
     /// The secret differs from the `name` group (a password equal to the user name is a
     /// product's default login, `neo4j:neo4j`).
     NotName,
+    /// The secret is not an HTML entity (`&quot`, `&#34`, `&#x22` before the `;` a rule
+    /// takes as the value's end): `password=&quot;…&quot;` on an escaped page quotes the
+    /// value, it is not one.
+    NotHtmlEntity,
 }
 
 /// Where a candidate sits, for the checks that look beyond the secret itself.
@@ -142,6 +146,7 @@ impl Check {
             Check::ProseValue => prose_value(secret, name.is_some_and(password_name)),
             Check::DiscordToken => discord(secret),
             Check::NotName => name != Some(secret),
+            Check::NotHtmlEntity => !html_entity(secret),
             Check::NotOneOf(list) => !list.iter().any(|x| x.as_bytes() == secret),
             Check::Mixed => {
                 secret.iter().any(u8::is_ascii_lowercase)
@@ -542,4 +547,18 @@ pub fn readable(s: &[u8]) -> bool {
     let number = |p: &[u8]| !p.is_empty() && p.len() <= 3 && p.iter().all(u8::is_ascii_digit);
     let words = parts.iter().filter(|p| word(p)).count();
     parts.iter().all(|p| word(p) || number(p)) && words * 4 >= parts.len() * 3
+}
+
+/// `&name`, `&#123` or `&#x7b`: an HTML entity without its `;`.
+fn html_entity(s: &[u8]) -> bool {
+    match s {
+        [b'&', b'#', b'x' | b'X', hex @ ..] => {
+            !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit)
+        }
+        [b'&', b'#', dec @ ..] => !dec.is_empty() && dec.iter().all(u8::is_ascii_digit),
+        [b'&', name @ ..] => {
+            (2..=8).contains(&name.len()) && name.iter().all(u8::is_ascii_alphanumeric)
+        }
+        _ => false,
+    }
 }

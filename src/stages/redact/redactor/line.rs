@@ -21,11 +21,13 @@ impl Redactor {
         let mut escaped = false;
         if !full {
             self.engine.hits(line, true, &mut raw_hits);
-            if raw_hits.is_empty() {
+            // HTML entities by number and `%25` are found apart from the prefilter.
+            scan::encoded_forms(line, &mut esc_pos);
+            if raw_hits.is_empty() && esc_pos.is_empty() {
                 return LineResult::default();
             }
             // An escape that could hide a keyword: strings holding one are decoded and searched.
-            escaped = raw_hits.iter().any(|h| h.rule == scan::ESCAPE);
+            escaped = !esc_pos.is_empty() || raw_hits.iter().any(|h| h.rule == scan::ESCAPE);
             st_escapes(&raw_hits, &mut esc_pos);
             raw_hits.retain(|h| h.rule != scan::ESCAPE);
             raw_hits.sort_unstable_by_key(|h| (h.pos, h.rule));
@@ -441,25 +443,6 @@ impl Redactor {
         // third copy). None once something else changed it.
         let mut reps: Option<Vec<(usize, usize, Vec<u8>)>> = Some(Vec::new());
         let mut cur = text;
-        // A token broken by invisible characters, percent-encoded or cut into concatenated
-        // literals is searched as it reads; the string is written in that form only when a
-        // secret was found in it (else nothing is edited). Each of those leaves an anchor in
-        // the raw line ([`scan::visible_trigger`]), so other strings skip this.
-        // Only when that form shows more secrets than the string as written: a string whose
-        // only secret is an ordinary token keeps its other literals, encodings and joiners.
-        let reads_otherwise = {
-            let i = st.visible.partition_point(|&p| p < s);
-            st.visible.get(i).is_some_and(|&p| p < e)
-        } || ((hidden || !val_hits.is_empty()) && scan::may_hide(&cur));
-        if let Some(visible) = (full || reads_otherwise)
-            .then(|| scan::visible_form(&cur))
-            .flatten()
-            .filter(|v| self.shows_more(v, &cur, full))
-        {
-            cur = std::borrow::Cow::Owned(visible);
-            reps = None;
-            mapped = None;
-        }
         let mut path: Option<Vec<Seg>> = None;
         let path_of = |st: &LineState| {
             let mut p = json::path_renamed(line, frames, |at| st.keys.get(&at).cloned());
@@ -469,6 +452,36 @@ impl Redactor {
             }
             p
         };
+        // A token broken by invisible characters, written with HTML entities, percent-encoded
+        // or cut into pieces that code joins is searched as it reads ([`scan::reading`]);
+        // each secret found there is replaced at its span in the string as written (its
+        // pieces and what joins them), and nothing else of the string changes. Each of those
+        // forms leaves an anchor in the raw line ([`scan::visible_trigger`]), so other
+        // strings skip this. Only when the reading shows more secrets than the string as
+        // written: a string whose only secret is an ordinary token is searched as it is.
+        let reads_otherwise = {
+            let i = st.visible.partition_point(|&p| p < s);
+            st.visible.get(i).is_some_and(|&p| p < e)
+        } || ((hidden || !val_hits.is_empty()) && scan::may_hide(&cur))
+            || (tok.flags & esc::U != 0 && scan::holds_token_start(&cur));
+        if let Some(r) = (full || reads_otherwise)
+            .then(|| scan::reading(&cur))
+            .flatten()
+            .filter(|r| self.shows_more(&r.text, &cur, full))
+        {
+            let p = path.get_or_insert_with(|| path_of(st));
+            if self.allow_paths.iter().any(|g| g.allows(p)) {
+                return;
+            }
+            let (spans, found) = self.read_secrets(&r, full);
+            for mut f in found {
+                f.path = Some(p.clone());
+                st.findings.push(f);
+            }
+            cur = std::borrow::Cow::Owned(spliced(&cur, &spans));
+            reps = Some(spans);
+            mapped = None;
+        }
         // Only where an escape may hide a keyword (`\u0041`, `:\/`) or the string is
         // stringified JSON: searching a string twice costs throughput.
         let has = |n: &[u8]| memchr::memmem::find(&cur, n).is_some();
@@ -735,6 +748,44 @@ impl Redactor {
             .collect();
         (Some(self.replace(text, &mapped)), findings)
     }
+}
+
+impl Redactor {
+    /// The secrets the rules find in `r`, a reading of a text: (start, end, placeholder) of
+    /// each at its span in the text as written (sorted, disjoint: a span that overlaps the
+    /// one before is merged into it), and the findings (offsets in the text as written, the
+    /// secret as it reads).
+    pub(super) fn read_secrets(&self, r: &scan::Reading, full: bool) -> (Spans, Vec<LineFinding>) {
+        let (_, mut found) = self.text_visible(&r.text, full);
+        found.sort_by_key(|f| f.offset);
+        let mut spans: Spans = Vec::with_capacity(found.len());
+        for f in &mut found {
+            let (a, b) = (r.start(f.offset), r.end(f.offset + f.len));
+            match spans.last_mut() {
+                Some(last) if a < last.1 => last.1 = last.1.max(b),
+                _ => spans.push((a, b, self.placeholder_of(f.rule, &f.secret.0))),
+            }
+            f.offset = a;
+            f.len = b - a;
+        }
+        (spans, found)
+    }
+}
+
+/// Spans of a text and what replaces each: (start, end, bytes), sorted, disjoint.
+pub(super) type Spans = Vec<(usize, usize, Vec<u8>)>;
+
+/// `text` with each of `spans` replaced by its bytes.
+pub(super) fn spliced(text: &[u8], spans: &[(usize, usize, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    for (a, b, bytes) in spans {
+        out.extend_from_slice(&text[at..*a]);
+        out.extend_from_slice(bytes);
+        at = *b;
+    }
+    out.extend_from_slice(&text[at..]);
+    out
 }
 
 /// Add this round's replacements `found` (sorted, disjoint, in the coordinates of the string

@@ -1,7 +1,7 @@
 //! The other half of redacting a line or a text: private-key blocks split over strings, the
 //! placeholders, and the splice of the replacements into the bytes.
 
-use super::line::{decoded, LineState, MAX_ROUNDS};
+use super::line::{decoded, spliced, LineState, MAX_ROUNDS};
 use super::*;
 
 impl Redactor {
@@ -197,21 +197,25 @@ impl Redactor {
     }
 
     pub(super) fn text(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
-        // A token broken by invisible characters, percent-encoded or cut into concatenated
-        // literals is searched as it reads ([`scan::visible_form`]): when that finds more, the
-        // text comes back in that form (offsets are then its own).
-        // Only when that form shows more: the text's own offsets are kept where it can be.
+        // A token broken by invisible characters, written with HTML entities, percent-encoded
+        // or cut into pieces that code joins is searched as it reads ([`scan::reading`]):
+        // when that finds more, each secret found there is replaced at its span in the text
+        // as written, and nothing else changes.
         let plain = self.text_visible(text, full);
-        if let Some(visible) = scan::visible_form(text) {
-            let (new, findings) = self.text_visible(&visible, full);
+        if let Some(r) = scan::reading(text) {
+            let (spans, findings) = self.read_secrets(&r, full);
             if findings.len() > plain.1.len() {
-                return (Some(new.unwrap_or(visible)), findings);
+                return (Some(spliced(text, &spans)), findings);
             }
         }
         plain
     }
 
-    fn text_visible(&self, text: &[u8], full: bool) -> (Option<Vec<u8>>, Vec<LineFinding>) {
+    pub(super) fn text_visible(
+        &self,
+        text: &[u8],
+        full: bool,
+    ) -> (Option<Vec<u8>>, Vec<LineFinding>) {
         let mut cur = std::borrow::Cow::Borrowed(text);
         let mut findings = Vec::new();
         // Where the placeholders of earlier rounds sit, so a later round's finding is reported
