@@ -65,6 +65,17 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// Run `args`; assert it exits `code`, prints the raw name nowhere, and says `says` on
+    /// stderr (when not empty).
+    fn expect(&self, args: &[&str], code: i32, says: &str) -> Output {
+        let out = self.run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_silent(&out, &format!("{args:?}"));
+        assert!(err.contains(says), "{args:?}: {err}");
+        out
+    }
+
     /// The names in `tool-results/`, backups and their records aside, sorted.
     fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(self.results())
@@ -124,9 +135,11 @@ fn an_in_place_run_renames_a_secret_name_and_undo_renames_it_back() {
     let old = s.results().join(format!("{t}.txt"));
     let content = std::fs::read(&old).unwrap();
     let main_before = std::fs::read(s.main()).unwrap();
-    let out = s.run(&["redact", "-i", "--backup", "--force", "-s", "5b1f"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "redact -i");
+    s.expect(
+        &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
+        0,
+        "",
+    );
     assert_eq!(
         s.names(),
         ["REDACTED-github-pat.txt", "toolu_01plain.txt"],
@@ -149,13 +162,10 @@ fn an_in_place_run_renames_a_secret_name_and_undo_renames_it_back() {
         "{main}"
     );
 
-    let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "undo");
-    assert!(
-        text(&out.stderr).contains("renamed back to"),
-        "{}",
-        text(&out.stderr)
+    s.expect(
+        &["undo", "--all", "--since", "1h", "--force"],
+        0,
+        "renamed back to",
     );
     assert_eq!(
         s.names(),
@@ -179,9 +189,11 @@ fn an_in_place_run_renames_a_secret_name_and_undo_renames_it_back() {
 fn a_taken_placeholder_gets_a_numeric_suffix_and_nothing_is_overwritten() {
     let s = Sandbox::new();
     std::fs::write(s.results().join("REDACTED-github-pat.txt"), "someone's\n").unwrap();
-    let out = s.run(&["redact", "-i", "--backup", "--force", "-s", "5b1f"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "redact -i");
+    s.expect(
+        &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
+        0,
+        "",
+    );
     assert_eq!(
         s.names(),
         [
@@ -207,20 +219,15 @@ fn undo_leaves_the_placeholder_when_the_file_changed_since() {
     for p in walk(&s.root).iter().filter(|p| p.is_file()) {
         crate::common::age(p, 3600);
     }
-    let out = s.run(&["undo", "--all", "--since", "2h"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_silent(&out, "undo");
-    assert!(
-        text(&out.stderr).contains("changed since the edit"),
-        "{}",
-        text(&out.stderr)
+    s.expect(
+        &["undo", "--all", "--since", "2h"],
+        2,
+        "changed since the edit",
     );
     assert_eq!(std::fs::read(&renamed).unwrap(), b"edited since\n");
     assert_eq!(s.secret_names(), Vec::<PathBuf>::new());
     // Forced, it restores and renames back; what it replaced stays under the placeholder.
-    let out = s.run(&["undo", "--all", "--since", "2h", "--force"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "undo --force");
+    s.expect(&["undo", "--all", "--since", "2h", "--force"], 0, "");
     let names = s.names();
     assert!(names.contains(&format!("{}.txt", token())), "{names:?}");
     assert!(
@@ -238,13 +245,10 @@ fn undo_leaves_the_placeholder_when_the_old_name_was_taken_since() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let old = s.results().join(format!("{}.txt", token()));
     std::fs::write(&old, "a newer file\n").unwrap();
-    let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_silent(&out, "undo");
-    assert!(
-        text(&out.stderr).contains("taken its old name"),
-        "{}",
-        text(&out.stderr)
+    s.expect(
+        &["undo", "--all", "--since", "1h", "--force"],
+        2,
+        "taken its old name",
     );
     assert_eq!(
         std::fs::read(&old).unwrap(),
@@ -316,14 +320,16 @@ fn previews_say_what_would_be_renamed_without_the_secret() {
 fn an_out_dir_copy_takes_the_placeholder_name() {
     let s = Sandbox::new();
     let out_dir = s._dir.path().join("share");
-    let out = s.run(&[
-        "redact",
-        "--out-dir",
-        out_dir.to_str().unwrap(),
-        s.main().to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "--out-dir");
+    s.expect(
+        &[
+            "redact",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+            s.main().to_str().unwrap(),
+        ],
+        0,
+        "",
+    );
     let t = token();
     let copied: Vec<String> = walk(&out_dir)
         .iter()
@@ -346,17 +352,13 @@ fn an_out_dir_copy_takes_the_placeholder_name() {
 #[test]
 fn stdout_runs_never_print_the_name() {
     let s = Sandbox::new();
-    let out = s.run(&["redact", "-s", "5b1f"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "redact to stdout");
+    s.expect(&["redact", "-s", "5b1f"], 0, "");
 }
 
 #[test]
 fn a_fork_copies_it_under_the_placeholder_name() {
     let s = Sandbox::new();
-    let out = s.run(&["redact", "--fork", "-s", "5b1f"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "--fork");
+    let out = s.expect(&["redact", "--fork", "-s", "5b1f"], 0, "");
     let line = text(&out.stdout);
     let new = line
         .trim()
@@ -384,11 +386,13 @@ fn two_secret_names_in_one_folder_take_two_placeholders_and_undo_restores_both()
     let other = format!("ghp_{}", "Mn3Bv4Cx5Za6Sd7Fg8Hj9Kl0Qp1Wo2Ei3Ru4");
     let second = s.results().join(format!("{other}.txt"));
     std::fs::write(&second, "second output\n").unwrap();
-    let out = s.run(&[
-        "redact", "-i", "--backup", "--force", "-j", "2", "-s", "5b1f",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "redact -i");
+    s.expect(
+        &[
+            "redact", "-i", "--backup", "--force", "-j", "2", "-s", "5b1f",
+        ],
+        0,
+        "",
+    );
     assert_eq!(
         s.names(),
         [
@@ -465,9 +469,11 @@ fn a_sub_agent_and_its_meta_file_take_the_same_placeholder() {
         "{\"agentType\":\"Explore\"}",
     )
     .unwrap();
-    let out = s.run(&["redact", "-i", "--backup", "--force", "-s", "5b1f"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_silent(&out, "redact -i");
+    s.expect(
+        &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
+        0,
+        "",
+    );
     let names = |d: &Path| {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .unwrap()
