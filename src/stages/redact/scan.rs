@@ -440,7 +440,7 @@ pub fn holds_token_start(text: &[u8]) -> bool {
 /// Where `line` holds `&#` (an HTML entity by number: `&#65;KIA…`) or `%25` (a `%XX` encoded
 /// twice: `ghp%255F…`), appended to `out`: a string holding one is searched in its
 /// [`reading`]. One pass for `&` and `%` (rare in transcripts: 0.05% of the bytes), apart
-/// from the prefilter (see [`ESCAPE_ANCHORS`]).
+/// from the prefilter (see `ESCAPE_ANCHORS`).
 pub fn encoded_forms(line: &[u8], out: &mut Vec<usize>) {
     for p in memchr::memchr2_iter(b'&', b'%', line) {
         let t = &line[p..];
