@@ -469,27 +469,17 @@ impl Pipeline {
             (first_line.saturating_sub(1), 0u64, 0u64, 0u64);
         let mut delta: i64 = 0;
         let pieces: Vec<(&[u8], bool)> = pieces.collect();
-        // The search for echoes (most of this pass) is the same whatever the order: over a
-        // big output it runs on the pool's threads; numbering, reporting and writing follow
-        // in order.
+        // The echo search (most of this pass) over a big output runs on the pool's threads, a
+        // batch of pieces at a time; numbering, reporting and writing follow in order.
         let total: usize = pieces.iter().map(|(b, _)| b.len()).sum();
-        let chunk =
-            (self.split_min > 0 && total >= self.split_min && rayon::current_num_threads() > 1)
-                .then(|| (self.split_min / 4).max(1));
-        let flagged: Vec<Vec<Flagged>> = match chunk {
-            Some(chunk) => {
-                use rayon::prelude::*;
-                pieces
-                    .par_iter()
-                    .map(|(b, _)| flagged_lines_in_parts(echoes, b, chunk))
-                    .collect()
+        let parallel =
+            self.split_min > 0 && total >= self.split_min && rayon::current_num_threads() > 1;
+        let mut batch = std::collections::VecDeque::new();
+        for (k, &(bytes, _)) in pieces.iter().enumerate() {
+            if batch.is_empty() {
+                batch = self.echo_batch(echoes, &pieces[k..], parallel).into();
             }
-            None => pieces
-                .iter()
-                .map(|(b, _)| flagged_lines(echoes, b))
-                .collect(),
-        };
-        for ((bytes, _), flagged) in pieces.into_iter().zip(flagged) {
+            let flagged: Vec<Flagged> = batch.pop_front().unwrap_or_default();
             // The start of the run of lines written as they are.
             let mut pending = 0usize;
             // `bytes[..counted]` is numbered into `line_no`.
@@ -1058,16 +1048,16 @@ impl<'s, 'b> Out<'s, 'b> {
 
 /// A line of an output piece holding an echo: where it starts, its newline, where the next
 /// line starts, and what it becomes.
-struct Flagged {
-    start: usize,
-    nl: Option<usize>,
-    at: usize,
-    line: crate::stages::redact::known::EchoLine,
+pub(super) struct Flagged {
+    pub(super) start: usize,
+    pub(super) nl: Option<usize>,
+    pub(super) at: usize,
+    pub(super) line: crate::stages::redact::known::EchoLine,
 }
 
 /// The lines of `bytes` that hold an echo, in order. Only the lines where the matcher (one
 /// search of the piece) sees a value or an escape are looked at.
-fn flagged_lines(echoes: &Echoes, bytes: &[u8]) -> Vec<Flagged> {
+pub(super) fn flagged_lines(echoes: &Echoes, bytes: &[u8]) -> Vec<Flagged> {
     let positions = echoes.positions(bytes);
     let mut out = Vec::new();
     let mut last_start = 0usize;
@@ -1098,39 +1088,6 @@ fn flagged_lines(echoes: &Echoes, bytes: &[u8]) -> Vec<Flagged> {
         }
     }
     out
-}
-
-/// [`flagged_lines`] over line-aligned parts of about `chunk` bytes on the pool's threads: the
-/// same lines, unless a known value holds a control character (a raw newline: its match may
-/// run across lines), which keeps the piece whole.
-fn flagged_lines_in_parts(echoes: &Echoes, bytes: &[u8], chunk: usize) -> Vec<Flagged> {
-    use rayon::prelude::*;
-    if bytes.len() < 2 * chunk || echoes.holds_controls() {
-        return flagged_lines(echoes, bytes);
-    }
-    let mut cuts = vec![0usize];
-    let mut at = chunk;
-    while at < bytes.len() {
-        match memchr::memchr(b'\n', &bytes[at..]) {
-            Some(n) if at + n + 1 < bytes.len() => cuts.push(at + n + 1),
-            _ => break,
-        }
-        at = cuts[cuts.len() - 1] + chunk;
-    }
-    cuts.push(bytes.len());
-    let parts: Vec<Vec<Flagged>> = cuts
-        .par_windows(2)
-        .map(|w| {
-            let mut v = flagged_lines(echoes, &bytes[w[0]..w[1]]);
-            for f in &mut v {
-                f.start += w[0];
-                f.at += w[0];
-                f.nl = f.nl.map(|n| n + w[0]);
-            }
-            v
-        })
-        .collect();
-    parts.into_iter().flatten().collect()
 }
 
 #[cfg(test)]

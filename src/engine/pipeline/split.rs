@@ -3,7 +3,8 @@
 //! buffer is cut at line boundaries into parts run on the pool's threads. What each part
 //! found is merged in file order: the output, the findings (and which are listed), the
 //! counters and the known secrets are those of a run in one piece, whatever `-j` is. The
-//! second pass (every known secret's other occurrences) then runs once over the whole output.
+//! second pass (every known secret's other occurrences) searches the output on the same
+//! threads, a batch at a time; it numbers, reports and writes in order.
 
 use rayon::prelude::*;
 
@@ -40,19 +41,10 @@ impl Pipeline {
             return None;
         }
         let n = workers.min(data.len() / (self.split_min / 2).max(1)).max(2);
-        let mut cuts = vec![0usize];
-        for k in 1..n {
-            let at = (data.len() / n * k).max(*cuts.last().unwrap_or(&0));
-            match memchr::memchr(b'\n', &data[at..]) {
-                Some(nl) if at + nl + 1 < data.len() => cuts.push(at + nl + 1),
-                _ => break,
-            }
-        }
-        cuts.dedup();
-        if cuts.len() < 2 {
+        let cuts = line_cuts(data, data.len().div_ceil(n));
+        if cuts.len() < 3 {
             return None;
         }
-        cuts.push(data.len());
         let slices: Vec<&[u8]> = cuts.windows(2).map(|w| &data[w[0]..w[1]]).collect();
         // Each part's first line number: the newlines before it, counted in parallel.
         let counts: Vec<usize> = slices
@@ -136,4 +128,75 @@ impl Pipeline {
         }
         Ok(recordings)
     }
+
+    /// The echo lines of the pieces at the start of `pieces`, one list per piece: the first
+    /// piece alone, or (`parallel`) as many pieces as make [`Pipeline::split_min`] bytes,
+    /// searched on the pool's threads, a big piece in line-aligned parts. What a batch found
+    /// is held until it is written: the batch bounds it.
+    pub(super) fn echo_batch(
+        &self,
+        echoes: &Echoes,
+        pieces: &[(&[u8], bool)],
+        parallel: bool,
+    ) -> Vec<Vec<Flagged>> {
+        let Some(&(first, _)) = pieces.first() else {
+            return Vec::new();
+        };
+        if !parallel {
+            return vec![flagged_lines(echoes, first)];
+        }
+        let mut bytes = 0usize;
+        let n = pieces
+            .iter()
+            .take_while(|(b, _)| {
+                let more = bytes < self.split_min;
+                bytes += b.len();
+                more
+            })
+            .count();
+        let chunk = (self.split_min / 4).max(1);
+        pieces[..n]
+            .par_iter()
+            .map(|(b, _)| flagged_lines_in_parts(echoes, b, chunk))
+            .collect()
+    }
+}
+
+/// The offsets cutting `bytes` into runs of whole lines of about `size` bytes: 0 first, each
+/// cut just after a newline, `bytes.len()` last.
+fn line_cuts(bytes: &[u8], size: usize) -> Vec<usize> {
+    let mut cuts = vec![0usize];
+    let mut at = size.max(1);
+    while at < bytes.len() {
+        match memchr::memchr(b'\n', &bytes[at..]) {
+            Some(n) if at + n + 1 < bytes.len() => cuts.push(at + n + 1),
+            _ => break,
+        }
+        at = cuts[cuts.len() - 1] + size.max(1);
+    }
+    cuts.push(bytes.len());
+    cuts
+}
+
+/// [`flagged_lines`] over line-aligned parts of about `chunk` bytes on the pool's threads: the
+/// same lines, unless a known value holds a control character (a raw newline: its match may
+/// run across lines), which keeps the piece whole.
+pub(super) fn flagged_lines_in_parts(echoes: &Echoes, bytes: &[u8], chunk: usize) -> Vec<Flagged> {
+    if bytes.len() < 2 * chunk || echoes.holds_controls() {
+        return flagged_lines(echoes, bytes);
+    }
+    let cuts = line_cuts(bytes, chunk);
+    let parts: Vec<Vec<Flagged>> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let mut v = flagged_lines(echoes, &bytes[w[0]..w[1]]);
+            for f in &mut v {
+                f.start += w[0];
+                f.at += w[0];
+                f.nl = f.nl.map(|n| n + w[0]);
+            }
+            v
+        })
+        .collect();
+    parts.into_iter().flatten().collect()
 }

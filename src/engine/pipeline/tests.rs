@@ -185,7 +185,8 @@ fn echo_lines_in_parts_are_those_of_the_whole_piece() {
         .build()
         .unwrap();
     for chunk in [1, 100, 1000, 5000] {
-        let parts = pool.install(|| key(super::flagged_lines_in_parts(&echoes, piece, chunk)));
+        let parts =
+            pool.install(|| key(super::split::flagged_lines_in_parts(&echoes, piece, chunk)));
         assert_eq!(parts, whole, "chunk {chunk}");
     }
 }
