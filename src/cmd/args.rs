@@ -36,7 +36,8 @@ pub struct IoArgs {
     /// Alone: as <file>.cchist-bak.<time>, which `cchist undo` restores (also for a whole run:
     /// `undo --all --since T`) and `cchist backups prune` removes; with `=SUFFIX`
     /// (--backup=.bak): as <file><SUFFIX>. The backups keep the originals, secrets included;
-    /// a file that is itself a backup gets none.
+    /// a file that is itself a backup gets none, and older backups are left as they are (a
+    /// run without --backup redacts them with their session).
     // A value only with `=`: `--backup ~/.claude/projects` is the flag and a path, never a
     // suffix.
     #[arg(

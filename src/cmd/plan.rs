@@ -209,6 +209,7 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     if mode != Mode::Stdout && mode != Mode::DryRun && walk.inputs.contains(&Input::Stdin) {
         bail!("stdin cannot be written in place or into --out-dir; pass file paths, or drop those flags to write to stdout");
     }
+    keep_older_backups(&mode, &mut walk.inputs, &paths);
     let mut refused = Vec::new();
     if let Mode::OutDir { dir, .. } = &mode {
         drop_copies(&mut walk.inputs, &paths);
@@ -412,6 +413,37 @@ fn mirror_names(pipeline: &Pipeline, inputs: &mut [Input]) {
     }
 }
 
+/// An in-place run with `--backup` keeps the originals, and the older backups and undo copies
+/// of its sessions ([`cchist::io::backup::is_copy`]) are originals too: they are left as they
+/// are, so that `undo` can still go back past this run. (Redacting them with the session
+/// lost the first run's original to a second `redact -i --backup`.) A run without `--backup`
+/// redacts them with their session, as a secret found once is gone everywhere. A copy named
+/// as an argument is the user's own choice and runs.
+fn keep_older_backups(mode: &Mode, inputs: &mut Vec<Input>, named: &[std::path::PathBuf]) {
+    if !matches!(
+        mode,
+        Mode::InPlace {
+            backup: Some(_),
+            ..
+        }
+    ) {
+        return;
+    }
+    let before = inputs.len();
+    inputs.retain(|i| match i {
+        Input::File { path, .. } => !cchist::io::backup::is_copy(path) || named.contains(path),
+        _ => true,
+    });
+    let left = before - inputs.len();
+    if left > 0 {
+        say!(
+            "cchist: left {left} older backup{} as {} (--backup keeps originals; `cchist check` reports what they hold, `cchist backups prune` removes them once no `cchist undo` needs them)",
+            if left == 1 { "" } else { "s" },
+            if left == 1 { "it is" } else { "they are" }
+        );
+    }
+}
+
 /// `--out-dir` copies sessions, not the user's local undo history: backups and undo copies
 /// ([`cchist::io::backup::is_copy`]) are left out; one named as an argument is said so.
 fn drop_copies(inputs: &mut Vec<Input>, named: &[std::path::PathBuf]) {
@@ -544,6 +576,7 @@ fn all(
         refuse_lossy_bulk(&pipeline, io, &walk.inputs)?;
         report_leftovers(&walk.leftovers, started);
     }
+    keep_older_backups(&mode, &mut walk.inputs, &[]);
     let mut refused = Vec::new();
     if let Mode::OutDir { dir, .. } = &mode {
         drop_copies(&mut walk.inputs, &[]);

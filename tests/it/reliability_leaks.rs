@@ -954,3 +954,60 @@ fn a_known_secret_in_the_folder_name_is_not_printed() {
         "the folder's secret is printed: {all}"
     );
 }
+
+/// A failing command that cut a token itself (here: its first 20 characters, prefix and
+/// all) leaves a fragment no rule matches whole; what cchist logs, prints and shows of it
+/// holds no part of the token past its prefix.
+#[test]
+fn a_token_fragment_in_a_failing_commands_output_is_not_logged() {
+    let r = Root::new();
+    let token = github_token(23);
+    let f = r.session(
+        "s1",
+        &[
+            format!("deploy with {token} now"),
+            "step two".into(),
+            "step three".into(),
+        ],
+    );
+    let pipeline = r.dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\ncommand = \"grep -o 'ghp_[A-Za-z0-9]\\\\{16\\\\}' | head -n 1 | sed 's/^/auth failed for /' >&2; exit 3\"\n",
+    )
+    .unwrap();
+    let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": "SessionEnd"});
+    let out = {
+        use std::io::Write;
+        let mut child = r
+            .cchist()
+            .arg("hook")
+            .arg("--pipeline")
+            .arg(&pipeline)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    crate::common::assert_code(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("auth failed for"), "{err}");
+    let body = &token[4..];
+    no_part_of(body, &err, "the hook's stderr");
+    let log = std::fs::read_to_string(r.dir.path().join("cchist/hook.log")).unwrap();
+    no_part_of(body, &log, "hook.log");
+    let status = crate::common::ok(r.cchist().args(["hook", "status"]));
+    no_part_of(
+        body,
+        &String::from_utf8_lossy(&status.stdout),
+        "hook status",
+    );
+}

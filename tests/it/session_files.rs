@@ -284,3 +284,39 @@ fn history_edit_backups_are_members_and_undo_restores_a_scrubbed_copy() {
     assert!(restored.contains("[REDACTED:github-pat]"));
     s.assert_scrubbed("undo");
 }
+
+/// `--backup` asks for the originals to be kept: a second `redact -i --backup` leaves the
+/// first run's backup as it is, so two `undo`s bring back the bytes before the first run.
+/// (It used to redact the older backup in place: the first original was lost to undo.)
+#[test]
+fn a_run_with_backup_leaves_older_backups_for_undo() {
+    let s = Sandbox::new();
+    let main = s.main();
+    let t = token();
+    let original = std::fs::read(&main).unwrap();
+    s.cchist(&["redact", "-i", "--backup", "--force", "-s", "5b1f"], None);
+    let mut later = std::fs::read(&main).unwrap();
+    later.extend_from_slice(record("user", "u3", Some("a2"), ID, &format!("again {t}")).as_bytes());
+    std::fs::write(&main, &later).unwrap();
+    // A later stamp for the second run's backups.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let out = s.cchist(&["redact", "-i", "--backup", "--force", "-s", "5b1f"], None);
+    assert!(!std::fs::read_to_string(&main).unwrap().contains(&t));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("older backup"),
+        "the run says it left the older backups: {said}"
+    );
+    s.cchist(&["undo", "-s", "5b1f", "--force"], None);
+    assert_eq!(
+        std::fs::read(&main).unwrap(),
+        later,
+        "first undo: before the second run"
+    );
+    s.cchist(&["undo", "-s", "5b1f", "--force"], None);
+    assert_eq!(
+        std::fs::read(&main).unwrap(),
+        original,
+        "second undo: the bytes before the first run, secret included"
+    );
+}

@@ -109,6 +109,7 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
         Some(t) => std::borrow::Cow::Owned(String::from_utf8_lossy(&t).into_owned()),
         None => std::borrow::Cow::Borrowed(text),
     };
+    let ruled = without_fragments(ruled);
     let mut g = SHOWN_KNOWN.lock().unwrap_or_else(|e| e.into_inner());
     if g.0.is_empty() {
         return ruled;
@@ -124,6 +125,30 @@ pub fn shown_text(text: &str) -> std::borrow::Cow<'_, str> {
     {
         Some((t, _)) => std::borrow::Cow::Owned(String::from_utf8_lossy(&t).into_owned()),
         None => ruled,
+    }
+}
+
+/// A vendor token's prefix and 8 or more of its characters: what is left of a token that
+/// something cut short (a command printing its first 20 characters, a log line's cut), which
+/// no rule matches whole. Only what cchist *shows* (errors, logs, reports) is held to it: a
+/// transcript's text is not rewritten on so little evidence, but a message can lose a few
+/// characters for nothing.
+static FRAGMENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(concat!(
+        r"\b(?:gh[pousr]_|github_pat_|gl(?:pat|ptt|rt|dt)-|sk-(?:ant|proj|svcacct|admin|or-v1)-",
+        r"|[sr]k_(?:live|test)_|xox[abeoprs]-|xapp-|(?:AKIA|ASIA)[A-Z0-9]|hf_|npm_|pypi-|SG\.",
+        r"|AIza|ya29\.|GOCSPX-|whsec_|dckr_pat_|glsa_|lin_api_|ntn_|sbp_|hv[sb]\.",
+        r"|AGE-SECRET-KEY-1|shp(?:at|ca|pa|ss)_|gsk_|xai-|pplx-|r8_|do[pro]_v1_)",
+        r"[A-Za-z0-9_\-]{8,}"
+    ))
+    .expect("the fragment pattern is valid")
+});
+
+/// `text` with every token fragment ([`FRAGMENT`]) replaced by `[REDACTED:token-fragment]`.
+fn without_fragments(text: std::borrow::Cow<'_, str>) -> std::borrow::Cow<'_, str> {
+    match FRAGMENT.replace_all(&text, "[REDACTED:token-fragment]") {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(t) => std::borrow::Cow::Owned(t),
     }
 }
 
