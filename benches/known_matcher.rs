@@ -82,6 +82,10 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(hay.len() as u64));
         for (kind, m) in [
             ("aho-corasick", Matcher::small(&pats)),
+            (
+                "aho-corasick-auto",
+                Matcher::Small(Matcher::aho_corasick(&pats, None)),
+            ),
             ("anchored", Matcher::anchored(&pats)),
         ] {
             g.bench_with_input(

@@ -16,6 +16,14 @@ use aho_corasick::{AhoCorasick, MatchKind};
 /// Up to this many patterns Aho-Corasick is used (measured by `benches/known_matcher.rs`).
 pub const SMALL_SET: usize = 4096;
 
+/// Past 100 patterns the crate builds a contiguous NFA, as a DFA's table grows with states ×
+/// byte classes; but a session that knows a few hundred secrets (each with its hex and base64
+/// forms) has its echo search run over every byte of its output with no SIMD prefilter to
+/// skip ahead, where the DFA's one lookup per byte is much faster than the NFA's transitions
+/// (`benches/known_matcher.rs`). Up to this many bytes of patterns (as many states at most:
+/// a few MiB of table for token alphabets) the DFA is built.
+pub const DFA_BYTES: usize = 48 * 1024;
+
 /// Leftmost-longest matcher over a set of byte strings.
 pub enum Matcher {
     /// Aho-Corasick over a small set.
@@ -35,14 +43,24 @@ impl Matcher {
         }
     }
 
-    /// The Aho-Corasick matcher of `pats`, whatever their number.
+    /// The Aho-Corasick matcher of `pats`, whatever their number: a full DFA while the
+    /// patterns hold at most [`DFA_BYTES`] bytes, else the crate's own choice.
     pub fn small(pats: &[Vec<u8>]) -> Matcher {
-        Matcher::Small(
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(pats)
-                .expect("literal patterns build"),
-        )
+        let bytes: usize = pats.iter().map(Vec::len).sum();
+        let kind = (bytes <= DFA_BYTES).then_some(aho_corasick::AhoCorasickKind::DFA);
+        Matcher::Small(Self::aho_corasick(pats, kind))
+    }
+
+    /// Aho-Corasick of `pats` of the given kind (`None`: the crate picks).
+    pub fn aho_corasick(
+        pats: &[Vec<u8>],
+        kind: Option<aho_corasick::AhoCorasickKind>,
+    ) -> AhoCorasick {
+        AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(kind)
+            .build(pats)
+            .expect("literal patterns build")
     }
 
     /// The anchored matcher of `pats`, whatever their number.
