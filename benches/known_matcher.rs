@@ -4,7 +4,9 @@
 //! with the hex and base64 forms a session knows it by (4 patterns a token); the text is 1 MiB
 //! of JSONL-like lines holding 16 of them. Groups: `build/<kind>/<patterns>` (building the
 //! matcher) and `search/<kind>/<patterns>` (one pass over the text). `SMALL_SET` in
-//! `src/stages/redact/known/matcher.rs` is where the anchored index starts to win.
+//! `src/stages/redact/known/matcher.rs` is where the anchored index starts to win; kinds
+//! `aho-corasick` (what cchist builds: sampled q-grams in front of a DFA), `-auto` (the
+//! crate's own choice), `-dfa` (a DFA alone) show what the sampling and the DFA each give.
 //!
 //! Measured 2026-12-02 on the shared 2-core VM (noisy): see the table in that file's history
 //! and the README's performance section.
@@ -64,7 +66,7 @@ fn bench(c: &mut Criterion) {
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut g = c.benchmark_group("known");
     g.sample_size(10);
-    for n in [64usize, 256, 1024, 4096, 16384] {
+    for n in [4usize, 16, 64, 256, 1024, 4096, 16384] {
         let tokens: Vec<Vec<u8>> = (0..n).map(|_| token(&mut seed)).collect();
         let pats = patterns(&tokens);
         let hay = text(&tokens, &mut seed);
@@ -80,14 +82,25 @@ fn bench(c: &mut Criterion) {
             |b, p| b.iter(|| Matcher::anchored(p)),
         );
         g.throughput(Throughput::Bytes(hay.len() as u64));
-        for (kind, m) in [
+        let mut kinds = vec![
             ("aho-corasick", Matcher::small(&pats)),
             (
                 "aho-corasick-auto",
                 Matcher::Small(Matcher::aho_corasick(&pats, None)),
             ),
             ("anchored", Matcher::anchored(&pats)),
-        ] {
+        ];
+        // A full DFA of the largest sets takes seconds and hundreds of MiB to build.
+        if pats.len() <= 4096 {
+            kinds.push((
+                "aho-corasick-dfa",
+                Matcher::Small(Matcher::aho_corasick(
+                    &pats,
+                    Some(aho_corasick::AhoCorasickKind::DFA),
+                )),
+            ));
+        }
+        for (kind, m) in kinds {
             g.bench_with_input(
                 BenchmarkId::new(format!("search/{kind}"), pats.len()),
                 &hay,
