@@ -172,7 +172,7 @@ pub fn diff_input(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
 
 fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
     let mut d = diff_content(pipeline, inp)?;
-    d.renamed = crate::engine::runner::placeholder_for(pipeline, inp)
+    d.renamed = crate::engine::runner::placeholder_for(pipeline, inp, &Default::default())
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
     Ok(d)
 }

@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// What a finding in a binary file adds to its message: it is reported, not redacted.
+pub const BINARY_NOTE: &str =
+    " (in a binary file, which is not rewritten: remove the file, or the secret from whatever made it)";
+
 impl Pipeline {
     /// Run the stages' text transformation over a plain-text companion file; returns the new
     /// text when some stage changed it.
@@ -33,6 +37,10 @@ impl Pipeline {
             st.changed = 0;
         }
         report.counters.insert(BINARY_SKIPPED.into(), 1);
+        // What is found in it stays there: the finding says so, whichever report shows it.
+        for f in &mut report.findings {
+            f.message.push_str(BINARY_NOTE);
+        }
         Ok((None, report))
     }
 
@@ -62,19 +70,35 @@ impl Pipeline {
         {
             let input = current.as_deref().unwrap_or(data);
             if let Some((new, found)) = echoes.text(input) {
+                // A secret a rule already found on a line is not its own echo there (when
+                // only reporting, the text still holds what the rule found).
+                let seen: foldhash::HashSet<(usize, Option<String>)> = cx
+                    .findings
+                    .iter()
+                    .map(|f| (f.line, f.fingerprint.clone()))
+                    .collect();
+                let mut echoed = 0u64;
                 for e in &found {
                     let k = echoes.secret(e.secret);
+                    let line = 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count();
+                    let fingerprint = (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone());
+                    if seen.contains(&(line, fingerprint.clone())) {
+                        continue;
+                    }
+                    echoed += 1;
                     cx.report(Finding {
                         rule: k.rule.clone(),
-                        line: 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count(),
+                        line,
                         uuid: None,
                         path: None,
-                        fingerprint: (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone()),
+                        fingerprint,
                         message: "another occurrence of a secret found in this session".into(),
                         kind: Some(crate::findings::ECHO),
                     });
                 }
-                cx.count("redact/echoes", found.len() as u64);
+                if echoed > 0 {
+                    cx.count("redact/echoes", echoed);
+                }
                 if pass == Secrets::Replaces {
                     if let Some(i) = self.last_secret_stage() {
                         report.stages[i].1.changed += 1;
