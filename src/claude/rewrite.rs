@@ -329,12 +329,21 @@ fn fork(
             }
         };
         let mut dest = new_comp.join(rel);
-        // A name that reads as a secret is not copied into the fork: it takes its placeholder.
-        if let Some((safe, at)) = rel
-            .file_name()
-            .filter(|_| pipeline.secret_pass() == crate::stages::Secrets::Replaces)
-            .and_then(|n| crate::stages::redact::file_safe_name(&n.to_string_lossy()))
-        {
+        // A name that reads as a secret (the file's, a folder's it is in; by the rules or
+        // what the session knows) is not copied into the fork: it takes its placeholder.
+        let inp = input::Input::File {
+            path: m.path.clone(),
+            rel: rel.to_path_buf(),
+            treatment: m.part.treatment(),
+            session: s.path.clone(),
+        };
+        if let Some((below, at)) = runner::placeholder_rel(pipeline, &inp, known) {
+            dest = new_comp.join(below);
+            let safe = dest
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             dest = runner::free_name(&dest, &safe, at);
         }
         if let Some(dir) = dest.parent() {

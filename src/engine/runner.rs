@@ -758,9 +758,31 @@ pub fn mirror_rel(pipeline: &Pipeline, inp: &Input) -> Option<PathBuf> {
     if pipeline.secret_pass() != Secrets::Replaces || path == session {
         return None;
     }
+    // A companion: every part of its path below the companion folder that holds a secret
+    // (a folder named after one too), by the rules.
+    let parts = name_parts(pipeline, inp, &Known::default());
+    if let Some((below, _)) = safe_rel(&parts) {
+        let comps: Vec<_> = rel.components().collect();
+        if comps.len() >= parts.len() {
+            let mut out: PathBuf = comps[..comps.len() - parts.len()].iter().collect();
+            out.push(below);
+            return Some(out);
+        }
+    }
     let name = rel.file_name()?.to_string_lossy();
     let (safe, _) = crate::stages::redact::file_safe_name(&name)?;
     Some(rel.with_file_name(safe))
+}
+
+/// Where below its session's companion folder the companion `inp` goes when a part of its
+/// path holds a secret ([`placeholder_for`] without looking for a free name): with the byte
+/// offset in its file name where a numeric suffix goes. `None` when none does, or when the
+/// pipeline does not replace secrets.
+pub fn placeholder_rel(pipeline: &Pipeline, inp: &Input, seed: &Known) -> Option<(PathBuf, usize)> {
+    if pipeline.secret_pass() != Secrets::Replaces {
+        return None;
+    }
+    safe_rel(&name_parts(pipeline, inp, seed))
 }
 
 /// The error of a file whose name reads as a secret that an in-place run without an undoable

@@ -298,3 +298,48 @@ fn undo_of_a_session_renames_its_companions_back() {
     let main = std::fs::read_to_string(s.project.join(format!("{ID}.jsonl"))).unwrap();
     assert!(main.contains(&t), "the transcript restored too");
 }
+
+#[test]
+fn an_out_dir_copy_and_a_fork_never_carry_a_folder_named_after_a_token() {
+    let s = Sandbox::new("run the tests");
+    let t = token();
+    let folder = s.results().join(&t);
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("out.txt"), "all tests passed\n").unwrap();
+    let share = s._dir.path().join("share");
+    let main = s.project.join(format!("{ID}.jsonl"));
+    s.expect(
+        &[
+            "redact",
+            "--out-dir",
+            share.to_str().unwrap(),
+            main.to_str().unwrap(),
+        ],
+        0,
+        std::slice::from_ref(&t),
+    );
+    assert_eq!(named_after(&share, &t), Vec::<PathBuf>::new());
+    let copied: Vec<PathBuf> = walk(&share)
+        .into_iter()
+        .filter(|p| p.ends_with("REDACTED-github-pat/out.txt"))
+        .collect();
+    assert_eq!(copied.len(), 1, "{:?}", walk(&share));
+
+    let before = walk(&s.project).len();
+    s.expect(
+        &["redact", "--fork", "-s", "5b1f"],
+        0,
+        std::slice::from_ref(&t),
+    );
+    let forked: Vec<PathBuf> = walk(&s.project)
+        .into_iter()
+        .filter(|p| p.ends_with("tool-results/REDACTED-github-pat/out.txt"))
+        .collect();
+    assert_eq!(forked.len(), 1, "{:?}", walk(&s.project));
+    assert!(walk(&s.project).len() > before);
+    assert_eq!(
+        named_after(&s.project, &t),
+        vec![folder],
+        "only the original's"
+    );
+}
