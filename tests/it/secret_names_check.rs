@@ -209,6 +209,39 @@ fn a_name_holding_a_secret_only_a_context_rule_found_is_a_finding_and_renamed() 
     assert_eq!(on_name.len(), 1, "{found:?}");
     assert_eq!(on_name[0].1["rule"], "env-secret-assignment", "{found:?}");
 
+    // Previews and a run that cannot rename name it redacted too.
+    let before = walk(&s.root);
+    for args in [
+        &["redact", "--dry-run", "-s", "5b1f"][..],
+        &["redact", "--diff", "-s", "5b1f"][..],
+        &["redact", "--diff=json", "-s", "5b1f"][..],
+    ] {
+        let out = s.run(args);
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{args:?}");
+        for b in [&out.stdout, &out.stderr] {
+            assert!(!text(b).contains(&pw), "{args:?}: {}", text(b));
+        }
+    }
+    assert_eq!(walk(&s.root), before, "previews wrote nothing");
+    {
+        // Without a backup (in a sandbox of its own: that run redacts the transcript, after
+        // which nothing but the name holds the value).
+        let s = Sandbox::new(&format!("export DB_PASSWORD=\"{pw}\""));
+        let named = s.results().join(format!("{pw}.txt"));
+        std::fs::write(&named, "connected\n").unwrap();
+        let out = s.expect(
+            &["redact", "-i", "--force", "-s", "5b1f"],
+            2,
+            std::slice::from_ref(&pw),
+        );
+        assert!(
+            text(&out.stderr).contains("--backup"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(named.is_file());
+    }
+
     s.expect(
         &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
         0,
