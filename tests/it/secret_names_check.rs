@@ -376,3 +376,44 @@ fn an_out_dir_copy_and_a_fork_never_carry_a_folder_named_after_a_token() {
         "only the original's"
     );
 }
+
+/// A stored zip entry `name` holding `body`, then the end record: what `zipfile` writes with
+/// `ZIP_STORED` (the entry's data right after its name, no separator).
+fn stored_zip(name: &str, body: &[u8]) -> Vec<u8> {
+    let mut z = b"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00".to_vec();
+    z.extend_from_slice(&[0x12, 0x34, 0x56, 0x78]); // crc-32 (not checked here)
+    let n = (body.len() as u32).to_le_bytes();
+    z.extend_from_slice(&n);
+    z.extend_from_slice(&n);
+    z.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    z.extend_from_slice(&[0, 0]);
+    z.extend_from_slice(name.as_bytes());
+    z.extend_from_slice(body);
+    z.extend_from_slice(b"PK\x05\x06\x00\x00\x00\x00\x01\x00\x01\x00");
+    z.extend_from_slice(&[0u8; 10]);
+    z
+}
+
+#[test]
+fn check_reports_a_token_that_starts_a_stored_zip_entry() {
+    let s = Sandbox::new("zip the logs");
+    let t = token();
+    let zip = stored_zip("token.txt", t.as_bytes());
+    let path = s.results().join("export.zip");
+    std::fs::write(&path, &zip).unwrap();
+    let found = s.check_all(std::slice::from_ref(&t));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].1["rule"], "github-pat");
+    assert!(found[0].1["message"].as_str().unwrap().contains("binary"));
+    let out = s.expect(
+        &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
+        0,
+        std::slice::from_ref(&t),
+    );
+    assert!(
+        text(&out.stderr).contains("holds 1 secret"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), zip, "left byte for byte");
+}

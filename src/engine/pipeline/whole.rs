@@ -31,6 +31,27 @@ impl Pipeline {
         if !is_binary(data) {
             return Ok((new, report));
         }
+        // A stored zip entry's data follows its name with nothing between: a token that
+        // starts an entry reads as glued to the name. Each entry's name and data are searched
+        // on their own too; a secret found there and not in the whole file is reported.
+        if self.secret_pass() != Secrets::Ignores {
+            let mut seen: foldhash::HashSet<Option<String>> = report
+                .findings
+                .iter()
+                .map(|f| f.fingerprint.clone())
+                .collect();
+            for (at, piece) in stored_zip_pieces(data) {
+                let (_, r) = self.run_text_unchecked(piece, origin, seed)?;
+                let line0 = memchr::memchr_iter(b'\n', &data[..at]).count();
+                for mut f in r.findings {
+                    if seen.insert(f.fingerprint.clone()) || f.fingerprint.is_none() {
+                        f.line += line0;
+                        report.findings.push(f);
+                    }
+                }
+            }
+            report.findings.sort_by_key(|f| f.line);
+        }
         report.changed = false;
         report.bytes_out = report.bytes_in;
         for (_, st) in &mut report.stages {
@@ -216,4 +237,29 @@ impl Pipeline {
         report.counters = cx.counters;
         Ok((changed.then_some(out), report))
     }
+}
+
+/// The names and data (with their offsets) of the stored (uncompressed) entries of a zip
+/// archive `data`, read from its local headers in order, up to the first that is not one:
+/// each is text of its own that the archive's bytes run together.
+pub(super) fn stored_zip_pieces(data: &[u8]) -> Vec<(usize, &[u8])> {
+    let u16_at = |i: usize| u16::from_le_bytes([data[i], data[i + 1]]) as usize;
+    let u32_at = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while data.len() >= i + 30 && data[i..].starts_with(b"PK\x03\x04") {
+        let (method, size) = (u16_at(i + 8), u32_at(i + 18) as usize);
+        let (name_len, extra_len) = (u16_at(i + 26), u16_at(i + 28));
+        let name = i + 30;
+        let body = name + name_len + extra_len;
+        let Some(end) = body.checked_add(size).filter(|&e| e <= data.len()) else {
+            break;
+        };
+        out.push((name, &data[name..name + name_len]));
+        if method == 0 && size > 0 {
+            out.push((body, &data[body..end]));
+        }
+        i = end;
+    }
+    out
 }
