@@ -159,6 +159,18 @@ fn check_reports_a_folder_named_after_a_token_and_redact_needs_a_backup_to_renam
     );
     assert_eq!(found[0].1["rule"], "github-pat");
 
+    // Previews say where it would go.
+    for args in [
+        &["redact", "--dry-run", "-s", "5b1f"][..],
+        &["redact", "-i", "--backup", "--diff", "-s", "5b1f"][..],
+    ] {
+        let out = s.expect(args, 0, std::slice::from_ref(&t));
+        let all = text(&out.stdout) + &text(&out.stderr);
+        assert!(
+            all.contains("REDACTED-github-pat/out.txt"),
+            "{args:?}: {all}"
+        );
+    }
     // In place without a backup undo could follow: refused, saying what to do.
     let out = s.expect(
         &["redact", "-i", "--force", "-s", "5b1f"],
