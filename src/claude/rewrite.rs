@@ -6,7 +6,7 @@
 //! appends to. A live session is therefore refused unless forced; `--fork` never touches the
 //! original and prints the `claude --resume` line for the copy.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::claude::layout::{self, Part, SessionFile};
@@ -208,18 +208,43 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     drop(current);
     // A companion the edit renamed (its name read as a secret) takes its name back, unless
     // another file has taken it since.
+    // The placeholder's folder a companion moved back out of, removed once its backup is.
+    let mut left_dir: Option<(PathBuf, PathBuf)> = None;
     if let Some(from) = backup::renamed_from(&latest) {
         let shown = |p: &Path| crate::findings::report::shown_name(&p.display().to_string());
-        let left = match replace::rename_new(&s.path, &from) {
+        // Moved out of a folder named after a secret: back into it, made again (owner-only)
+        // when the edit removed it, the placeholder's folder removed once empty.
+        let (to_dir, from_dir) = (
+            s.path.parent().unwrap_or(Path::new("")),
+            from.parent().unwrap_or(Path::new("")),
+        );
+        let common = to_dir
+            .ancestors()
+            .find(|a| from.starts_with(a))
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        let made = if from_dir != to_dir {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(from_dir)
+        } else {
+            Ok(())
+        };
+        let left = match made.and_then(|()| replace::rename_new(&s.path, &from)) {
             Ok(true) => None,
             Ok(false) => Some("a file has taken its old name since".to_string()),
             Err(e) => Some(format!("it could not be renamed ({e})")),
         };
         if left.is_none() {
+            if from_dir != to_dir {
+                left_dir = Some((to_dir.to_path_buf(), common));
+            }
+            // The old name is not printed: it may hold a secret only the session's other
+            // files show (a value a context rule found), which this process does not know.
             let msg = format!(
-                "cchist: {}: renamed back to {}, its name before the edit",
+                "cchist: {}: renamed back to its name before the edit",
                 shown(&s.path),
-                shown(&from)
             );
             eprintln!("{}", crate::findings::report::printable_text(&msg));
         }
@@ -240,6 +265,9 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
         eprintln!("{}", crate::findings::report::printable_text(&msg));
     }
     backup::remove(&latest)?;
+    if let Some((dir, base)) = left_dir {
+        runner::remove_empty_dirs(&dir, &base);
+    }
     Ok(latest)
 }
 
@@ -301,12 +329,21 @@ fn fork(
             }
         };
         let mut dest = new_comp.join(rel);
-        // A name that reads as a secret is not copied into the fork: it takes its placeholder.
-        if let Some((safe, at)) = rel
-            .file_name()
-            .filter(|_| pipeline.secret_pass() == crate::stages::Secrets::Replaces)
-            .and_then(|n| crate::stages::redact::file_safe_name(&n.to_string_lossy()))
-        {
+        // A name that reads as a secret (the file's, a folder's it is in; by the rules or
+        // what the session knows) is not copied into the fork: it takes its placeholder.
+        let inp = input::Input::File {
+            path: m.path.clone(),
+            rel: rel.to_path_buf(),
+            treatment: m.part.treatment(),
+            session: s.path.clone(),
+        };
+        if let Some((below, at)) = runner::placeholder_rel(pipeline, &inp, known) {
+            dest = new_comp.join(below);
+            let safe = dest
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             dest = runner::free_name(&dest, &safe, at);
         }
         if let Some(dir) = dest.parent() {

@@ -400,6 +400,18 @@ pub fn summary_table(t: &Totals) -> String {
     s
 }
 
+/// The name a file shown as `name` takes (`to`), as a report shows it: its file name when it
+/// stays in its folder, else the whole path (a folder named after a secret moved it into the
+/// folder's placeholder), the secrets in it replaced by their markers.
+fn renamed_shown(name: &str, to: &std::path::Path) -> String {
+    let dir = |p: &std::path::Path| p.parent().map(|d| d.display().to_string());
+    if dir(std::path::Path::new(name)) == dir(to).map(|d| shown_name(&d)) {
+        shown_name(&to.file_name().unwrap_or_default().to_string_lossy())
+    } else {
+        shown_name(&to.display().to_string())
+    }
+}
+
 /// Print per-file results and return the exit status.
 pub fn report(
     outcomes: &[Outcome],
@@ -437,7 +449,7 @@ pub fn report(
                 if let (Some(to), false) = (&r.renamed, *mode == Mode::DryRun || as_json) {
                     say!(
                         "cchist: {name}: renamed to {}: its name held a secret (`cchist undo` renames it back)",
-                        shown_name(&to.file_name().unwrap_or_default().to_string_lossy())
+                        renamed_shown(&name, to)
                     );
                 }
                 if let Some(n) = r.counters.get("bytes-appended-during-replace") {
@@ -594,7 +606,7 @@ pub fn describe(name: &str, r: &FileReport) -> String {
     if let Some(to) = &r.renamed {
         s += &format!(
             "\n    renamed to {}: its name holds a secret (an in-place run with --backup renames it; `cchist undo` renames it back)",
-            shown_name(&to.file_name().unwrap_or_default().to_string_lossy())
+            renamed_shown(name, to)
         );
     }
     // Records moved out of the file, and where to (under the session's companion folder).

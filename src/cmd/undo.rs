@@ -269,9 +269,49 @@ pub fn run(a: UndoArgs) -> anyhow::Result<ExitStatus> {
         return undo_all(a.since.as_deref().unwrap_or(""), a.force);
     }
     let s = a.target.resolve()?;
-    let used = cchist::claude::rewrite::undo(&s, a.force)?;
-    say!("{}: restored from {}", s.path.display(), used.display());
-    Ok(ExitStatus::Ok)
+    undo_session(&s, a.force)
+}
+
+/// Undo the newest edit of the session `s`: every file of it (the transcript, then its
+/// companions, renamed ones renamed back) whose newest backup that edit left — one run
+/// stamps all its backups alike. Without any backup, the transcript's error says so.
+fn undo_session(s: &SessionFile, force: bool) -> anyhow::Result<ExitStatus> {
+    let newest = |p: &Path| cchist::io::backup::backups(p).pop().map(|b| stamp_of(&b));
+    let companions: Vec<(PathBuf, String)> = s
+        .members()
+        .into_iter()
+        .filter(|m| m.part != layout::Part::Backup && m.path != s.path)
+        .filter_map(|m| newest(&m.path).map(|t| (m.path, t)))
+        .collect();
+    let main = newest(&s.path);
+    let Some(stamp) = companions
+        .iter()
+        .map(|(_, t)| t.clone())
+        .chain(main.clone())
+        .max()
+    else {
+        cchist::claude::rewrite::undo(s, force)?;
+        return Ok(ExitStatus::Ok);
+    };
+    if main.as_ref() == Some(&stamp) {
+        let used = cchist::claude::rewrite::undo(s, force)?;
+        say!("{}: restored from {}", s.path.display(), used.display());
+    }
+    let mut status = ExitStatus::Ok;
+    for (path, _) in companions.iter().filter(|(_, t)| *t == stamp) {
+        match cchist::claude::rewrite::undo(&SessionFile::from_path(path), force) {
+            Ok(used) => say!(
+                "{}: restored from {}",
+                shown_name(&path.display().to_string()),
+                shown_name(&used.display().to_string())
+            ),
+            Err(e) => {
+                status = ExitStatus::Error;
+                say!("cchist: error: {}", shown_name(&e.to_string()));
+            }
+        }
+    }
+    Ok(status)
 }
 
 /// Restore every file whose newest backup is from `since` on.

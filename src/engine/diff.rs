@@ -172,8 +172,21 @@ pub fn diff_input(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
 
 fn diff_raw(pipeline: &Pipeline, inp: &Input) -> Result<FileDiff> {
     let mut d = diff_content(pipeline, inp)?;
-    d.renamed = crate::engine::runner::placeholder_for(pipeline, inp)
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    // The new file name; the path from where the two part when a folder is renamed too.
+    d.renamed = crate::engine::runner::placeholder_for(pipeline, inp, &Default::default())
+        .and_then(|p| {
+            let from = match inp {
+                Input::File { path, .. } => path.parent()?,
+                Input::Stdin => return None,
+            };
+            let base = from.ancestors().find(|a| p.starts_with(a))?;
+            let shown = if p.parent() == Some(from) {
+                p.file_name()?.to_string_lossy().into_owned()
+            } else {
+                p.strip_prefix(base).ok()?.display().to_string()
+            };
+            Some(shown)
+        });
     Ok(d)
 }
 

@@ -9,10 +9,11 @@ use rayon::prelude::*;
 
 use crate::engine::pipeline::{FileReport, Pipeline};
 use crate::error::{Error, Origin, Result};
+use crate::findings::Finding;
 use crate::io::input::{self, Input, Treatment};
 use crate::io::output::{LazySink, Sink, SpanWriter};
 use crate::io::replace::{self, Attrs, Replace};
-use crate::stages::redact::known::Known;
+use crate::stages::redact::known::{Known, KnownSecret};
 use crate::stages::{Companions, MovedOut, Secrets};
 
 /// How far the secrets found in one file of a run reach ([`RunOptions::propagate`]).
@@ -334,14 +335,35 @@ pub fn run_one(pipeline: &Pipeline, inp: &Input, mode: &Mode) -> Result<FileRepo
 
 /// [`run_one`] knowing the secrets `seed`: those of the other files of the input's session
 /// (the session's files, [`known_of_files`]), replaced wherever they occur in this one.
+///
+/// A pipeline that reports secrets without replacing them (`check`) also reports those in
+/// the path of a companion ([`name_findings`]), first.
 pub fn run_one_known(
     pipeline: &Pipeline,
     inp: &Input,
     mode: &Mode,
     seed: &Known,
 ) -> Result<FileReport> {
+    let mut report = run_one_content(pipeline, inp, mode, seed)?;
+    if pipeline.secret_pass() == Secrets::Reports {
+        let mut found = name_findings(pipeline, inp, seed);
+        if !found.is_empty() {
+            found.append(&mut report.findings);
+            report.findings = found;
+        }
+    }
+    Ok(report)
+}
+
+/// [`run_one_known`] but for the findings in the input's path.
+fn run_one_content(
+    pipeline: &Pipeline,
+    inp: &Input,
+    mode: &Mode,
+    seed: &Known,
+) -> Result<FileReport> {
     let origin = inp.origin();
-    let rename = placeholder_for(pipeline, inp);
+    let rename = placeholder_for(pipeline, inp, seed);
     if let Input::File {
         path,
         rel,
@@ -560,25 +582,139 @@ fn shown(path: &Path) -> String {
     crate::findings::report::shown_name(&path.display().to_string())
 }
 
-/// The placeholder name an in-place run gives the input `inp`: `Some` for a file of a
-/// session's companion folder (not the transcript, not a backup or copy) whose file name
-/// reads as a secret, when the pipeline replaces secrets. The name is the redacted one in a
-/// form file systems take ([`crate::stages::redact::file_safe_name`]:
-/// `tool-results/ghp_….txt` → `tool-results/REDACTED-github-pat.txt`), with a numeric suffix
-/// (`REDACTED-github-pat-1.txt`) when that is taken or has backups of its own.
-pub fn placeholder_for(pipeline: &Pipeline, inp: &Input) -> Option<PathBuf> {
+/// One part of a companion's path below its session's companion folder (a folder's name, or
+/// the file's, last), and the secrets in it.
+#[derive(Debug, Clone)]
+pub struct NamePart {
+    /// The part as it is.
+    pub name: String,
+    /// It with every secret replaced by its placeholder (`None`: it holds none).
+    pub shown: Option<String>,
+    /// What each secret in it is.
+    pub found: Vec<KnownSecret>,
+}
+
+/// The parts of the path of the companion `inp` below its session's companion folder
+/// (`tool-results/ghp_…/out.txt`: three), each with the secrets in it: those the pipeline's
+/// rules find there and those the session knows (`seed`): a value a context rule found in the
+/// transcript (`PASSWORD=…`) names a file as surely as a token does. Empty for an input that
+/// is no companion (a transcript, a backup or copy, stdin) or when the pipeline ignores
+/// secrets.
+pub fn name_parts(pipeline: &Pipeline, inp: &Input, seed: &Known) -> Vec<NamePart> {
     let Input::File { path, session, .. } = inp else {
-        return None;
+        return Vec::new();
     };
-    if pipeline.secret_pass() != Secrets::Replaces
+    if pipeline.secret_pass() == Secrets::Ignores
         || path == session
         || crate::io::backup::is_copy(path)
     {
+        return Vec::new();
+    }
+    let Ok(rel) = path.strip_prefix(companion_dir(session)) else {
+        return Vec::new();
+    };
+    let origin = Origin::file(path);
+    rel.components()
+        .map(|c| {
+            let name = c.as_os_str().to_string_lossy().into_owned();
+            let mut known = pipeline
+                .known_in(name.as_bytes(), true, &origin)
+                .unwrap_or_default();
+            known.merge(&seed.within(name.as_bytes()));
+            let hit = known.echoes().and_then(|e| {
+                let (new, found) = e.text(name.as_bytes())?;
+                let what: Vec<KnownSecret> =
+                    found.iter().map(|x| e.secret(x.secret).clone()).collect();
+                Some((String::from_utf8_lossy(&new).into_owned(), what))
+            });
+            let (shown, found) = match hit {
+                Some((s, f)) => (Some(s), f),
+                None => (None, Vec::new()),
+            };
+            NamePart { name, shown, found }
+        })
+        .collect()
+}
+
+/// The findings of the secrets in the path of the companion `inp` ([`name_parts`]): one per
+/// secret, on the whole file (line 0), of kind [`crate::findings::NAME`].
+pub fn name_findings(pipeline: &Pipeline, inp: &Input, seed: &Known) -> Vec<Finding> {
+    let parts = name_parts(pipeline, inp, seed);
+    let last = parts.len().saturating_sub(1);
+    let mut out = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let whose = if i == last {
+            "the file's name holds a secret"
+        } else {
+            "the name of a folder the file is in holds a secret"
+        };
+        for k in &p.found {
+            out.push(Finding {
+                rule: k.rule.clone(),
+                line: 0,
+                uuid: None,
+                path: None,
+                fingerprint: (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone()),
+                message: format!(
+                    "{whose}: `cchist redact --in-place --backup` gives it a placeholder name, `cchist undo` gives the name back"
+                ),
+                kind: Some(crate::findings::NAME),
+            });
+        }
+    }
+    out
+}
+
+/// The path below the companion folder that the companion `inp` takes when parts of its
+/// path hold secrets ([`name_parts`]): each such part in a form file systems take
+/// ([`crate::stages::redact::file_safe_name`] by the default rules, else
+/// [`crate::stages::redact::safe_form`] of what the pipeline and the session know), with the
+/// byte offset in its file name where a numeric suffix goes. `None` when no part holds one.
+fn safe_rel(parts: &[NamePart]) -> Option<(PathBuf, usize)> {
+    let mut rel = PathBuf::new();
+    let mut changed = false;
+    let mut at = 0;
+    for p in parts {
+        let safe = crate::stages::redact::file_safe_name(&p.name).or_else(|| {
+            p.shown
+                .as_deref()
+                .and_then(|s| crate::stages::redact::safe_form(&p.name, s))
+        });
+        match safe {
+            Some((n, a)) => {
+                changed = true;
+                at = a;
+                rel.push(n);
+            }
+            None => {
+                at = p.name.rfind('.').filter(|&i| i > 0).unwrap_or(p.name.len());
+                rel.push(&p.name);
+            }
+        }
+    }
+    changed.then_some((rel, at))
+}
+
+/// The placeholder name an in-place run gives the input `inp`: `Some` for a file of a
+/// session's companion folder (not the transcript, not a backup or copy) whose file name, or
+/// the name of a folder it is in, reads as a secret ([`name_parts`]: by the default rules,
+/// the pipeline's, and the secrets its session knows, `seed`), when the pipeline replaces
+/// secrets. The name is the redacted one in a form file systems take
+/// ([`crate::stages::redact::file_safe_name`]: `tool-results/ghp_….txt` →
+/// `tool-results/REDACTED-github-pat.txt`; `tool-results/ghp_…/out.txt` →
+/// `tool-results/REDACTED-github-pat/out.txt`), with a numeric suffix
+/// (`REDACTED-github-pat-1.txt`) when that is taken or has backups of its own.
+pub fn placeholder_for(pipeline: &Pipeline, inp: &Input, seed: &Known) -> Option<PathBuf> {
+    let Input::File { session, .. } = inp else {
+        return None;
+    };
+    if pipeline.secret_pass() != Secrets::Replaces {
         return None;
     }
-    let name = path.file_name()?.to_string_lossy();
-    let (safe, at) = crate::stages::redact::file_safe_name(&name)?;
-    Some(free_name(path, &safe, at))
+    let (rel, at) = safe_rel(&name_parts(pipeline, inp, seed))?;
+    let dest = companion_dir(session).join(rel);
+    let safe = dest.file_name()?.to_string_lossy().into_owned();
+    Some(free_name(&dest, &safe, at))
 }
 
 /// The first of `safe`, `safe` with `-1`, `-2`… inserted at byte `at`, that names nothing
@@ -594,14 +730,18 @@ pub fn free_name(path: &Path, safe: &str, at: usize) -> PathBuf {
         .expect("some name is free")
 }
 
-/// The next free placeholder name for the file at `path` ([`free_name`]), `to` being taken.
+/// The next free placeholder name for the file at `path` ([`free_name`]), `to` being taken:
+/// in `to`'s folder (a folder named after a secret gave it another).
 fn next_free(path: &Path, to: &Path) -> PathBuf {
     let name = to.file_name().unwrap_or_default().to_string_lossy();
     let (safe, at) = crate::stages::redact::file_safe_name(
         &path.file_name().unwrap_or_default().to_string_lossy(),
     )
-    .unwrap_or_else(|| (name.clone().into_owned(), name.len()));
-    free_name(path, &safe, at)
+    .unwrap_or_else(|| {
+        let at = name.rfind('.').filter(|&i| i > 0).unwrap_or(name.len());
+        (name.clone().into_owned(), at)
+    });
+    free_name(to, &safe, at)
 }
 
 /// The path `rel` of an input in an `--out-dir` mirror: its file name the placeholder
@@ -618,9 +758,31 @@ pub fn mirror_rel(pipeline: &Pipeline, inp: &Input) -> Option<PathBuf> {
     if pipeline.secret_pass() != Secrets::Replaces || path == session {
         return None;
     }
+    // A companion: every part of its path below the companion folder that holds a secret
+    // (a folder named after one too), by the rules.
+    let parts = name_parts(pipeline, inp, &Known::default());
+    if let Some((below, _)) = safe_rel(&parts) {
+        let comps: Vec<_> = rel.components().collect();
+        if comps.len() >= parts.len() {
+            let mut out: PathBuf = comps[..comps.len() - parts.len()].iter().collect();
+            out.push(below);
+            return Some(out);
+        }
+    }
     let name = rel.file_name()?.to_string_lossy();
     let (safe, _) = crate::stages::redact::file_safe_name(&name)?;
     Some(rel.with_file_name(safe))
+}
+
+/// Where below its session's companion folder the companion `inp` goes when a part of its
+/// path holds a secret ([`placeholder_for`] without looking for a free name): with the byte
+/// offset in its file name where a numeric suffix goes. `None` when none does, or when the
+/// pipeline does not replace secrets.
+pub fn placeholder_rel(pipeline: &Pipeline, inp: &Input, seed: &Known) -> Option<(PathBuf, usize)> {
+    if pipeline.secret_pass() != Secrets::Replaces {
+        return None;
+    }
+    safe_rel(&name_parts(pipeline, inp, seed))
 }
 
 /// The error of a file whose name reads as a secret that an in-place run without an undoable
@@ -660,6 +822,17 @@ fn commit_renamed(
     // name, the run's suffix being one): the name is settled, and its backup made, one
     // file at a time, each skipping names taken or backed up.
     static SETTLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A folder named after a secret: the file moves into the folder's placeholder (made
+    // owner-only where missing, never through a link), and the folder goes once empty.
+    let from_dir = path.parent().unwrap_or(Path::new(""));
+    let common = from_dir
+        .ancestors()
+        .find(|a| to.starts_with(a))
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    if let Some(dir) = to.parent().filter(|d| *d != from_dir) {
+        make_private_dirs(&common, dir)?;
+    }
     let mut kept = {
         let _one = SETTLING.lock().unwrap_or_else(|e| e.into_inner());
         if std::fs::symlink_metadata(&to).is_ok() || !backup::backups(&to).is_empty() {
@@ -684,6 +857,7 @@ fn commit_renamed(
                 backup::record_written(&to, &kept)?;
                 backup::record_renamed(&kept, path)?;
                 done.backup = Some(kept);
+                remove_empty_dirs(from_dir, &common);
                 return Ok((done, to));
             }
             Ok(false) => {
@@ -704,6 +878,9 @@ fn commit_renamed(
     let moved = backup::name_of(path, suffix);
     backup::move_backup(&kept, &moved)?;
     backup::record_written(path, &moved)?;
+    if let Some(dir) = to.parent().filter(|d| *d != from_dir) {
+        remove_empty_dirs(dir, &common);
+    }
     Err(Error::Other(format!(
         "{}: the file's name holds a secret and {why}; its content was redacted (the backup `cchist undo` restores is beside it), its name was left: rename it yourself",
         shown(path)
@@ -915,6 +1092,19 @@ fn make_private_dirs(base: &Path, dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Remove `dir` and the folders above it up to `base` (not included) while they are empty:
+/// a folder named after a secret that its files left for their placeholder's.
+pub fn remove_empty_dirs(dir: &Path, base: &Path) {
+    for d in dir
+        .ancestors()
+        .take_while(|d| *d != base && d.starts_with(base))
+    {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+    }
 }
 
 /// Remove files this run created (undoing a write that did not complete).

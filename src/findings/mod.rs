@@ -7,7 +7,7 @@ pub mod validate;
 
 // A finding is what a stage reports, so its type lives with the stages (below this folder,
 // which reads, checks and prints findings); re-exported here where readers look for it.
-pub use crate::stages::finding::{Finding, ECHO};
+pub use crate::stages::finding::{Finding, ECHO, NAME};
 
 /// A finding id and what it means. Secret rules have their own table (with regexes and
 /// checks) in `stages::redact::rules`; `cchist rules --all` prints all three kinds.

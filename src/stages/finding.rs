@@ -22,13 +22,18 @@ pub struct Finding {
     pub message: String,
     /// `echo`: another occurrence of a secret a rule found elsewhere in the session (the rule
     /// and fingerprint are that finding's), replaced because the session knew it
-    /// (`stages::redact::known`). Absent for a finding of its own.
+    /// (`stages::redact::known`); `name`: a secret in the file's path ([`NAME`]). Absent for
+    /// a finding in the content, of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
 }
 
 /// [`Finding::kind`] of an echo.
 pub const ECHO: &str = "echo";
+
+/// [`Finding::kind`] of a secret in a file's name or in the name of a folder it is in (the
+/// finding's file is that path, shown redacted).
+pub const NAME: &str = "name";
 
 impl Finding {
     /// A finding about a line (0: the whole file), without JSON path or fingerprint.

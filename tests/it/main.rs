@@ -41,6 +41,7 @@ mod relink_props;
 mod repair;
 mod scaling;
 mod secret_names;
+mod secret_names_check;
 mod session_files;
 mod sessions;
 mod stdin_session;

@@ -178,11 +178,19 @@ fn a_secret_in_a_file_name_is_redacted_in_every_report() {
         }
     }
     assert!(seen_findings >= 5, "the file is named with a placeholder");
-    // The file was processed: check finds the key in it, and -i redacts it.
+    // The file was processed: check finds the key in it (and the token in its name, issue
+    // #25 round 3), and -i redacts it.
     let out = sb.run(&["check", "--all", "--json"], &[]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["summary"]["findings"], 1, "{v}");
+    assert_eq!(v["summary"]["findings"], 2, "{v}");
+    let kinds: Vec<&str> = v["files"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(kinds, ["name", "-"], "{v}");
     // Without a backup undo could rename it back from, the name is left and the run says so
     // (exit 2, issue #25 R8); the content is redacted all the same.
     let out = sb.run(&["redact", "--all", "-i"], &[]);

@@ -190,3 +190,20 @@ fn echo_lines_in_parts_are_those_of_the_whole_piece() {
         assert_eq!(parts, whole, "chunk {chunk}");
     }
 }
+
+#[test]
+fn stored_zip_pieces_are_names_and_stored_data_and_a_cut_header_is_no_piece() {
+    let mut z = b"PK\x03\x04\x14\x00\x00\x00\x00\x00\x00\x00\x00\x00\0\0\0\0".to_vec();
+    z.extend_from_slice(&3u32.to_le_bytes());
+    z.extend_from_slice(&3u32.to_le_bytes());
+    z.extend_from_slice(&[1, 0, 0, 0]);
+    z.extend_from_slice(b"xabc");
+    z.extend_from_slice(b"PK\x05\x06");
+    let pieces = whole::stored_zip_pieces(&z);
+    assert_eq!(pieces, vec![(30, &b"x"[..]), (31, &b"abc"[..])]);
+    // A size running past the end, or a header cut short: nothing, and no panic.
+    for n in 0..z.len() - 4 {
+        let cut = &z[..n];
+        assert!(whole::stored_zip_pieces(cut).is_empty(), "{n}");
+    }
+}

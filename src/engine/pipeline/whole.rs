@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// What a finding in a binary file adds to its message: it is reported, not redacted.
+pub const BINARY_NOTE: &str =
+    " (in a binary file, which is not rewritten: remove the file, or the secret from whatever made it)";
+
 impl Pipeline {
     /// Run the stages' text transformation over a plain-text companion file; returns the new
     /// text when some stage changed it.
@@ -27,12 +31,37 @@ impl Pipeline {
         if !is_binary(data) {
             return Ok((new, report));
         }
+        // A stored zip entry's data follows its name with nothing between: a token that
+        // starts an entry reads as glued to the name. Each entry's name and data are searched
+        // on their own too; a secret found there and not in the whole file is reported.
+        if self.secret_pass() != Secrets::Ignores {
+            let mut seen: foldhash::HashSet<Option<String>> = report
+                .findings
+                .iter()
+                .map(|f| f.fingerprint.clone())
+                .collect();
+            for (at, piece) in stored_zip_pieces(data) {
+                let (_, r) = self.run_text_unchecked(piece, origin, seed)?;
+                let line0 = memchr::memchr_iter(b'\n', &data[..at]).count();
+                for mut f in r.findings {
+                    if seen.insert(f.fingerprint.clone()) || f.fingerprint.is_none() {
+                        f.line += line0;
+                        report.findings.push(f);
+                    }
+                }
+            }
+            report.findings.sort_by_key(|f| f.line);
+        }
         report.changed = false;
         report.bytes_out = report.bytes_in;
         for (_, st) in &mut report.stages {
             st.changed = 0;
         }
         report.counters.insert(BINARY_SKIPPED.into(), 1);
+        // What is found in it stays there: the finding says so, whichever report shows it.
+        for f in &mut report.findings {
+            f.message.push_str(BINARY_NOTE);
+        }
         Ok((None, report))
     }
 
@@ -62,19 +91,35 @@ impl Pipeline {
         {
             let input = current.as_deref().unwrap_or(data);
             if let Some((new, found)) = echoes.text(input) {
+                // A secret a rule already found on a line is not its own echo there (when
+                // only reporting, the text still holds what the rule found).
+                let seen: foldhash::HashSet<(usize, Option<String>)> = cx
+                    .findings
+                    .iter()
+                    .map(|f| (f.line, f.fingerprint.clone()))
+                    .collect();
+                let mut echoed = 0u64;
                 for e in &found {
                     let k = echoes.secret(e.secret);
+                    let line = 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count();
+                    let fingerprint = (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone());
+                    if seen.contains(&(line, fingerprint.clone())) {
+                        continue;
+                    }
+                    echoed += 1;
                     cx.report(Finding {
                         rule: k.rule.clone(),
-                        line: 1 + memchr::memchr_iter(b'\n', &input[..e.offset]).count(),
+                        line,
                         uuid: None,
                         path: None,
-                        fingerprint: (!k.fingerprint.is_empty()).then(|| k.fingerprint.clone()),
+                        fingerprint,
                         message: "another occurrence of a secret found in this session".into(),
                         kind: Some(crate::findings::ECHO),
                     });
                 }
-                cx.count("redact/echoes", found.len() as u64);
+                if echoed > 0 {
+                    cx.count("redact/echoes", echoed);
+                }
                 if pass == Secrets::Replaces {
                     if let Some(i) = self.last_secret_stage() {
                         report.stages[i].1.changed += 1;
@@ -192,4 +237,29 @@ impl Pipeline {
         report.counters = cx.counters;
         Ok((changed.then_some(out), report))
     }
+}
+
+/// The names and data (with their offsets) of the stored (uncompressed) entries of a zip
+/// archive `data`, read from its local headers in order, up to the first that is not one:
+/// each is text of its own that the archive's bytes run together.
+pub(super) fn stored_zip_pieces(data: &[u8]) -> Vec<(usize, &[u8])> {
+    let u16_at = |i: usize| u16::from_le_bytes([data[i], data[i + 1]]) as usize;
+    let u32_at = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while data.len() >= i + 30 && data[i..].starts_with(b"PK\x03\x04") {
+        let (method, size) = (u16_at(i + 8), u32_at(i + 18) as usize);
+        let (name_len, extra_len) = (u16_at(i + 26), u16_at(i + 28));
+        let name = i + 30;
+        let body = name + name_len + extra_len;
+        let Some(end) = body.checked_add(size).filter(|&e| e <= data.len()) else {
+            break;
+        };
+        out.push((name, &data[name..name + name_len]));
+        if method == 0 && size > 0 {
+            out.push((body, &data[body..end]));
+        }
+        i = end;
+    }
+    out
 }

@@ -177,6 +177,18 @@ impl Known {
         self.map.get(value).map(|s| &**s)
     }
 
+    /// The known values that occur in `text` as they are (a substring search per value: for
+    /// a short text such as a file name), with their replacements.
+    pub fn within(&self, text: &[u8]) -> Known {
+        let mut k = Known::default();
+        for (v, s) in &self.map {
+            if v.0.len() <= text.len() && memmem::find(text, &v.0).is_some() {
+                k.map.insert(v.clone(), s.clone());
+            }
+        }
+        k
+    }
+
     /// Remember everything `other` knows.
     pub fn merge(&mut self, other: &Known) {
         for (v, s) in &other.map {

@@ -162,10 +162,17 @@ fn without_fragments(text: std::borrow::Cow<'_, str>) -> std::borrow::Cow<'_, st
 pub fn file_safe_name(name: &str) -> Option<(String, usize)> {
     let shown =
         String::from_utf8_lossy(&default_redactor().redact_text(name.as_bytes()).0?).into_owned();
+    safe_form(name, &shown)
+}
+
+/// The name a file named `name` takes once the secrets in it are replaced (`shown`: `name`
+/// with markers or placeholders where its secrets were), in the form [`file_safe_name`]
+/// gives; `None` when `shown` is `name`.
+pub fn safe_form(name: &str, shown: &str) -> Option<(String, usize)> {
     if shown == name {
         return None;
     }
-    let (mut out, mut rest, mut at) = (String::new(), &shown[..], 0);
+    let (mut out, mut rest, mut at) = (String::new(), shown, 0);
     while let Some(open) = rest.find("[REDACTED") {
         out.push_str(&rest[..open]);
         let tail = &rest[open + 1..];
