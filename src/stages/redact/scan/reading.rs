@@ -2,13 +2,22 @@
 //! bytes came from (issue #25).
 //!
 //! A token can be hidden from every rule by how it is written: broken by an invisible
-//! character, written with HTML entities (`&#65;KIA…`, `ghp&#95;…`), percent-encoded once or
-//! twice (`ghp%5F…`, `ghp%255F…`), or cut into pieces that code puts together (`"ghp_ab" +
-//! "cd…"`, `+` at a line's end, Python's `"AKIA" "…"`, `["ghp_", "…"].join("")`,
-//! `` `ghp_${""}…` ``). [`reading`] gives the text as it reads, in passes, each a [`Layer`]
-//! that maps its bytes back to the bytes it read: a secret found in the reading is replaced at
-//! its span in the text as written (pieces, quotes and joiners between them included), and
+//! character, spelled in full-width letters (`ｇｈｐ＿…`), written with HTML entities
+//! (`&#65;KIA…`, `ghp&#95;…`, `&#65KIA…`, `&amp;#65;…`), percent-encoded once or more
+//! (`ghp%5F…`, `ghp_ab%63d…`, `ghp%255F…`, `%25255F`), with both mixed (`&#37;5F`,
+//! `%26%2395%3B`), or cut into pieces that code puts together (`"ghp_ab" + "cd…"`, `+` at a
+//! line's end, Python's and C's `"AKIA" "…"`, `["ghp_", "…"].join("")`, `` `ghp_${""}…` ``,
+//! the shell's `gh''p_…`, a backslash-newline inside it). [`reading`] gives the text as it
+//! reads, in passes — one per form, its one home here; the raw-line triggers that send a
+//! string here are in `scan.rs` (`encoded_forms`, the escape anchors) — each a [`Layer`] that
+//! maps its bytes back to the bytes it read: a secret found in the reading is replaced at its
+//! span in the text as written (pieces, quotes and joiners between them included), and
 //! nothing else of the text changes.
+//!
+//! Each pass reads a form only where it can be a token's (a token's characters on both sides
+//! of a splice, a decoded character a token's, a run of full-width letters): a look-alike
+//! (`it''s`, `%20`, `&#169 2024`, CJK punctuation) may still read otherwise, but then shows no
+//! more secrets than it does as written, and is searched as it is.
 //!
 //! The reading is searched by the same rules and checks as a plain text, so a reassembled
 //! value is a secret only when it would be one written plainly. Callers search it only where
@@ -211,6 +220,11 @@ fn tokenish(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')
 }
 
+/// A character of a token's body that no URL or query uses as a delimiter.
+pub(super) fn word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-')
+}
+
 /// Blanks (between the pieces of code that joins literals).
 fn blank(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r')
@@ -391,9 +405,10 @@ fn percent_decoded(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
             continue;
         }
         // Only the characters of tokens the prefilter anchors on (see ESCAPE_ANCHORS), and
-        // letters and digits where a token's characters stand on both sides.
+        // letters and digits inside a token: a letter, digit, `_` or `-` before (not a
+        // query's `=`, a path's `/`), a token's character after.
         let inside = p > 0
-            && tokenish(text[p - 1])
+            && word(text[p - 1])
             && text.get(p + 3).is_some_and(|&c| tokenish(c) || c == b'%');
         if let Some(c) = byte(p + 1).filter(|&c| {
             matches!(c, b'_' | b'-' | b'+' | b'/' | b'=') || (inside && c.is_ascii_alphanumeric())
@@ -890,6 +905,66 @@ mod tests {
                 format!("A{body}"),
                 format!("&#65;{body}"),
             ),
+            (
+                format!("x &#65KIA{body} y"),
+                format!("AKIA{body}"),
+                format!("&#65KIA{body}"),
+            ),
+            (
+                format!("x &amp;amp;#65;KIA{body} y"),
+                format!("AKIA{body}"),
+                format!("&amp;amp;#65;KIA{body}"),
+            ),
+            (
+                format!("/v1/ghp_ab%63d{body}/x"),
+                format!("ghp_abcd{body}"),
+                format!("ghp_ab%63d{body}"),
+            ),
+            (
+                format!("?t=ghp%25255F{body}&"),
+                format!("ghp_{body}"),
+                format!("ghp%25255F{body}"),
+            ),
+            (
+                format!("t ghp&#37;5F{body} u"),
+                format!("ghp_{body}"),
+                format!("ghp&#37;5F{body}"),
+            ),
+            (
+                format!("?t=ghp%26%2395%3B{body}&"),
+                format!("ghp_{body}"),
+                format!("ghp%26%2395%3B{body}"),
+            ),
+            (
+                format!("`ghp_${{ '' }}{body}`"),
+                format!("ghp_{body}"),
+                format!("ghp_${{ '' }}{body}"),
+            ),
+            (
+                format!("echo gh''p_{body}"),
+                format!("ghp_{body}"),
+                format!("gh''p_{body}"),
+            ),
+            (
+                format!("echo \"ghp_ab\"\"{body}\""),
+                format!("ghp_ab{body}"),
+                format!("ghp_ab\"\"{body}"),
+            ),
+            (
+                format!("t = \"gh\" \"p_{body}\";"),
+                format!("ghp_{body}"),
+                format!("gh\" \"p_{body}"),
+            ),
+            (
+                format!("echo ghp_ab\\\n     2\u{2192}{body}"),
+                format!("ghp_ab{body}"),
+                format!("ghp_ab\\\n     2\u{2192}{body}"),
+            ),
+            (
+                format!("令牌 ｇｈｐ＿ａｂｃｄ{body} 。"),
+                format!("ghp_abcd{body}"),
+                format!("ｇｈｐ＿ａｂｃｄ{body}"),
+            ),
         ];
         for (text, reads, written) in cases {
             let (r, got) = span(&text, &reads);
@@ -906,6 +981,8 @@ mod tests {
             "`${name}` and `${\"\"}` alone",
             "\"a\" + b and \"x\" \" y\"",
             "\"a\" \"\" b c'' ''d",
+            "q=%41BC 50%25 caf%C3%A9 &#169 2024 &#38 x ${ name } a\\ \n b",
+            "你好，世界！（ＡＢＣ）：ＯＫ　ｔｅｓｔ１２３",
         ] {
             assert!(
                 reading(t.as_bytes()).is_none(),
@@ -921,9 +998,46 @@ mod tests {
     #[test]
     fn every_span_of_a_reading_maps_back_in_order() {
         let parts = [
-            "&#", "65", ";", "x5f", "&quot;", "&amp;", "%25", "5F", "%", "41", "\"", "'", "`",
-            " + ", "+\n", "\n  ", " ", "join(", "\"\"", ".", "[", "]", "(", ")", ", ", "${", "}",
-            "ghp_", "AKIA", "ab", "\u{200B}", "||",
+            "&#",
+            "65",
+            ";",
+            "x5f",
+            "&quot;",
+            "&amp;",
+            "%25",
+            "5F",
+            "%",
+            "41",
+            "\"",
+            "'",
+            "`",
+            " + ",
+            "+\n",
+            "\n  ",
+            " ",
+            "join(",
+            "\"\"",
+            ".",
+            "[",
+            "]",
+            "(",
+            ")",
+            ", ",
+            "${",
+            "}",
+            "ghp_",
+            "AKIA",
+            "ab",
+            "\u{200B}",
+            "||",
+            "''",
+            "\\\n",
+            "%2525",
+            "&amp;",
+            "%26%23",
+            "${ ",
+            "ｇｈｐ＿ａｂｃｄ",
+            "&#65",
         ];
         let mut x: u64 = 7;
         let mut read = 0;
