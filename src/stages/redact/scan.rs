@@ -445,7 +445,9 @@ pub fn holds_token_start(text: &[u8]) -> bool {
 /// from the prefilter (see `ESCAPE_ANCHORS`), each for bytes rare in transcripts: `&`, `%`
 /// and `$` (0.05% of the bytes with `$`'s share of shell code), then `'`, `\` and the lead
 /// byte of full-width forms, where most hits (JSON's own escapes, apostrophes) are dismissed
-/// by the next byte.
+/// by the next byte. Measured (profiling build, `check -j 1` over the 23 MB corpus, perf):
+/// both passes are 5.8% of the CPU, the second most of it (`\` is 1.7% of a transcript's
+/// bytes); the Teddy prefilter is 9.6%.
 pub fn encoded_forms(line: &[u8], out: &mut Vec<usize>) {
     for p in memchr::memchr3_iter(b'&', b'%', b'$', line) {
         if encoded_form(line, p) {
