@@ -333,3 +333,299 @@ fn template_literal_pieces() {
     ];
     run(&cases);
 }
+
+/// A user record answering tool call `t{i}` with `text`, its `toolUseResult` `extra` (a Read's
+/// `file`, an Edit's `structuredPatch`).
+fn tool_result_with(i: usize, text: &str, extra: Value) -> String {
+    json!({"type": "user", "uuid": format!("r{i}"), "parentUuid": null,
+        "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("t{i}"), "content": text}]},
+        "toolUseResult": extra})
+    .to_string()
+}
+
+/// Issue #25, item 12 (round 3): a single letter of a token percent-encoded (`ghp_ab%63d…`, a
+/// URL encoder that escapes more than it must), a `%XX` encoded three times (`%25255F`).
+/// Ordinary percent-encoded URLs (`%20`, UTF-8 `%C3%A9`, `%2F` between path words) and a
+/// letter encoded where no token is (`q=%41BC`) stay byte for byte.
+#[test]
+fn percent_encoded_letters_and_triple_encoding() {
+    let (gh1, gh2, aws) = (gh_body(60), gh_body(61), aws_body(62));
+    let cases = [
+        secret(
+            "github-pat",
+            &format!("ghp_{}%{:02X}{}", &gh1[..2], gh1.as_bytes()[2], &gh1[3..]),
+            |s| {
+                user(
+                    0,
+                    &format!("POST https://hooks.example.com/v1/{s}/deliveries"),
+                )
+            },
+        ),
+        secret("github-pat", &format!("ghp%25255F{gh2}"), |s| {
+            user(
+                1,
+                &format!("redirect=https%3A%2F%2Fx.example%2F%3Ft%3D{s}&z=1"),
+            )
+        }),
+        secret("aws-access-key-id", &format!("%252541KIA{aws}"), |s| {
+            tool_use(
+                2,
+                "Bash",
+                json!({"command": format!("curl 'https://x.example/?id={s}'")}),
+            )
+        }),
+        alike(user(
+            3,
+            "https://x.example/caf%C3%A9/a%20b?q=%41BC&p=docs%2Fintro%2Fsetup&r=50%25&s=%2525",
+        )),
+        alike(user(4, "the query was ab%63de%66gh and 100%25 done")),
+    ];
+    run(&cases);
+}
+
+/// An entity by number without its `;` (`&#65KIA…`, which browsers read), one escaped once
+/// more (`&amp;#65;KIA…`), and entities and percent-encoding mixed (`ghp&#37;5F…` reads
+/// `ghp%5F…`, then `ghp_…`; `ghp%26%2395%3B…` reads `ghp&#95;…`, then `ghp_…`). Entities in
+/// prose stay byte for byte.
+#[test]
+fn entities_without_semicolon_escaped_twice_or_mixed_with_percent() {
+    let (a1, a2, g1, g2) = (aws_body(63), aws_body(64), gh_body(65), gh_body(66));
+    let cases = [
+        secret("aws-access-key-id", &format!("&#65KIA{a1}"), |s| {
+            user(0, &format!("aws_access_key_id: {s} (from the page)"))
+        }),
+        secret("aws-access-key-id", &format!("&amp;#65;KIA{a2}"), |s| {
+            user(1, &format!("<pre>key: {s}</pre>"))
+        }),
+        secret("github-pat", &format!("ghp&#37;5F{g1}"), |s| {
+            user(2, &format!("token {s} end"))
+        }),
+        secret("github-pat", &format!("ghp%26%2395%3B{g2}"), |s| {
+            user(3, &format!("GET /cb?t={s}&x=1"))
+        }),
+        alike(user(
+            4,
+            "AT&amp;T &#169 2024 &amp;#169; &#38;amp; Tom &amp; Jerry &#8212 q=%26%2338%3B x",
+        )),
+    ];
+    run(&cases);
+}
+
+/// Empty splices inside a token: a template's `${ "" }` with blanks, a shell `''` or `""`
+/// splice (`gh''p_…`, `'ghp_ab''cd…'`, `"ghp_ab""cd…"`), and C's or the shell's adjacent
+/// literals (`"gh" "p_…"`). Shell quoting and C strings without a token stay byte for byte.
+#[test]
+fn empty_splices_and_adjacent_literals_inside_a_token() {
+    let (g0, g1, g2, g3, g4) = (
+        gh_body(70),
+        gh_body(71),
+        gh_body(72),
+        gh_body(73),
+        gh_body(74),
+    );
+    let cases = [
+        secret(
+            "github-pat",
+            &format!("ghp_{}${{ \"\" }}{}", &g0[..9], &g0[9..]),
+            |s| user(0, &format!("const t = `{s}`;")),
+        ),
+        secret("github-pat", &format!("gh''p_{g1}"), |s| {
+            tool_use(
+                1,
+                "Bash",
+                json!({"command": format!("echo {s} | gh auth login --with-token")}),
+            )
+        }),
+        secret(
+            "github-pat",
+            &format!("ghp_{}''{}", &g2[..7], &g2[7..]),
+            |s| {
+                tool_use(
+                    2,
+                    "Bash",
+                    json!({"command": format!("echo '{s}' | gh auth login --with-token")}),
+                )
+            },
+        ),
+        secret(
+            "github-pat",
+            &format!("ghp_{}\"\"{}", &g3[..12], &g3[12..]),
+            |s| {
+                tool_use(
+                    3,
+                    "Bash",
+                    json!({"command": format!("echo \"{s}\" | gh auth login --with-token")}),
+                )
+            },
+        ),
+        secret("github-pat", &format!("gh\" \"p_{g4}"), |s| {
+            tool_use(
+                4,
+                "Write",
+                json!({"file_path": "/app/t.c", "content": format!("static const char *t = \"{s}\";\n")}),
+            )
+        }),
+        alike(tool_use(
+            5,
+            "Bash",
+            json!({"command": "echo 'it''s' \"a\"\"b\" '' \"\" x=''; printf \"%s\" \"\\n\"; echo ${ \"\" }"}),
+        )),
+        alike(tool_use(
+            6,
+            "Write",
+            json!({"file_path": "/app/m.c", "content": "puts(\"hello\" \"world\");\nconst s = `a${ \"\" }b`;\n"}),
+        )),
+    ];
+    run(&cases);
+}
+
+/// A backslash-newline continuation inside a token, in a Bash command and in the two lines of
+/// an Edit's `structuredPatch` that the continuation wraps it over. Continuations between
+/// words stay byte for byte.
+#[test]
+fn backslash_newline_inside_a_token() {
+    let (g0, g1) = (gh_body(75), gh_body(76));
+    let (p1, p2) = g1.split_at(14);
+    let cases = [
+        secret(
+            "github-pat",
+            &format!("ghp_{}\\\n{}", &g0[..15], &g0[15..]),
+            |s| {
+                tool_use(
+                    0,
+                    "Bash",
+                    json!({"command": format!("echo {s} | gh auth login --with-token")}),
+                )
+            },
+        ),
+        Case {
+            line: tool_result_with(
+                1,
+                "The file /app/login.sh has been updated.",
+                json!({"filePath": "/app/login.sh", "structuredPatch": [{"oldStart": 1,
+                    "oldLines": 1, "newStart": 1, "newLines": 3, "lines": [" #!/bin/sh",
+                    format!("+echo ghp_{p1}\\"), format!("+{p2} | gh auth login --with-token")]}]}),
+            ),
+            want: tool_result_with(
+                1,
+                "The file /app/login.sh has been updated.",
+                json!({"filePath": "/app/login.sh", "structuredPatch": [{"oldStart": 1,
+                    "oldLines": 1, "newStart": 1, "newLines": 3, "lines": [" #!/bin/sh",
+                    "+echo [REDACTED:github-pat]", "+[REDACTED:github-pat] | gh auth login --with-token"]}]}),
+            ),
+        },
+        alike(tool_use(
+            2,
+            "Bash",
+            json!({"command": "curl -X POST \\\n  -H 'Accept: a/b' \\\n  https://x.example/v1/items"}),
+        )),
+    ];
+    run(&cases);
+}
+
+/// A token spelled in full-width letters (U+FF01–U+FF5E), as a CJK input method types it: it
+/// is read width-folded. Full-width punctuation and a short full-width word in CJK prose stay
+/// byte for byte.
+#[test]
+fn full_width_letters_spelling_a_token() {
+    let wide = |s: &str| -> String {
+        s.chars()
+            .map(|c| char::from_u32(c as u32 + 0xFEE0).unwrap())
+            .collect()
+    };
+    let (g, a) = (gh_body(77), aws_body(78));
+    let cases = [
+        secret("github-pat", &wide(&format!("ghp_{g}")), |s| {
+            user(0, &format!("令牌是 {s} 。"))
+        }),
+        secret("aws-access-key-id", &wide(&format!("AKIA{a}")), |s| {
+            user(1, &format!("aws_access_key_id: {s}"))
+        }),
+        alike(user(
+            2,
+            "你好，世界！（ＡＢＣ）：ＯＫ　ｔｅｓｔ１２３ “ｑｕｏｔｅ” １０％",
+        )),
+    ];
+    run(&cases);
+}
+
+/// A base64 body from a 64-character-line PEM block without its BEGIN/END lines, as an Edit's
+/// `old_string` holds it: a PKCS#1 RSA key (`MII…IBAAK…`) and an encrypted PKCS#8 key
+/// (`MII…BgkqhkiG9w0BBQ0w`, PBES2). A certificate's and a public key's bodies are no secrets
+/// and stay byte for byte.
+#[test]
+fn private_key_body_without_its_pem_lines() {
+    let b64 = ALNUM.to_string() + "+/";
+    let lines = |head: &str, seed: u64| -> String {
+        let all = head.to_string() + &mixed(&b64, 64 * 4 - head.len(), seed);
+        // Four lines of 64, then a short last line.
+        let mut out: Vec<&str> = all
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let last = mixed(&b64, 20, seed + 1) + "==";
+        out.push(&last);
+        out.join("\n")
+    };
+    let edit = |i: usize, old: &str| {
+        tool_use(
+            i,
+            "Edit",
+            json!({"file_path": "/app/deploy.yaml", "old_string": format!("{old}\n"), "new_string": "${KEY_FROM_VAULT}\n"}),
+        )
+    };
+    let cases = [
+        secret("private-key-body", &lines("MIIEowIBAAKCAQEA", 80), |s| {
+            edit(0, s)
+        }),
+        secret(
+            "private-key-body",
+            &lines("MIIFLTBXBgkqhkiG9w0BBQ0wSjApBgkqhkiG9w0BBQwwHAQI", 81),
+            |s| edit(1, s),
+        ),
+        alike(edit(2, &lines("MIIC+TCCAeGgAwIBAgIU", 82))),
+        alike(edit(
+            3,
+            &lines("MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA", 83),
+        )),
+    ];
+    run(&cases);
+}
+
+/// `.pgpass` lines: in a Read of a file named `.pgpass` on any port (`:5433:`), and a password
+/// holding an escaped `\:` (the whole password goes, not what follows the last colon).
+/// The file's comment line stays.
+#[test]
+fn pgpass_lines_on_any_port_and_with_escaped_colons() {
+    let (pw1, pw2) = (mixed(ALNUM, 14, 84) + "7", mixed(ALNUM, 12, 85) + "3");
+    let read = |i: usize, pw: &str| {
+        let body = format!(
+            "# hostname:port:database:username:password\ndb.example.com:5433:app:alice:{pw}\n"
+        );
+        let shown: String = body
+            .lines()
+            .enumerate()
+            .map(|(n, l)| format!("{:>6}\u{2192}{l}\n", n + 1))
+            .collect();
+        tool_result_with(
+            i,
+            &shown,
+            json!({"type": "text", "file": {"filePath": "/home/u/.pgpass", "content": body,
+                "numLines": 2, "startLine": 1, "totalLines": 2}}),
+        )
+    };
+    let escaped = format!("{}\\:{}", &pw2[..5], &pw2[5..]);
+    let cases = [
+        Case {
+            line: read(0, &pw1),
+            want: read(0, "[REDACTED:known-value]"),
+        },
+        secret("pgpass-password", &escaped, |s| {
+            tool_result(1, &format!("db.internal:5432:app:bob:{s}\n"))
+        }),
+        alike(read(2, "")),
+    ];
+    run(&cases);
+}

@@ -519,6 +519,13 @@ pub fn values_in_secret_file(name: &str, content: &[u8]) -> Vec<Vec<u8>> {
                 line = rest.trim_ascii();
             }
         }
+        if n == ".pgpass" {
+            // `host:port:database:user:password`, on any port; `\:` is a colon of a field.
+            if let Some(pw) = pgpass_password(line).filter(|v| reach(v) == Some(Reach::Anywhere)) {
+                out.push(pw.to_vec());
+            }
+            continue;
+        }
         if pem {
             if line.len() >= 16
                 && line
@@ -559,6 +566,32 @@ pub fn values_in_secret_file(name: &str, content: &[u8]) -> Vec<Vec<u8>> {
         }
     }
     out
+}
+
+/// The password of a `.pgpass` line (`host:port:database:user:password`: five fields, `\:`
+/// and `\\` escaped, the port a number or `*`); None for a comment or another shape.
+fn pgpass_password(line: &[u8]) -> Option<&[u8]> {
+    if line.starts_with(b"#") {
+        return None;
+    }
+    let mut fields = Vec::with_capacity(5);
+    let (mut start, mut i) = (0, 0);
+    while i < line.len() {
+        match line[i] {
+            b'\\' => i += 1,
+            b':' => {
+                fields.push(&line[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    fields.push(&line[start.min(line.len())..]);
+    let port = fields.get(1)?;
+    let port_ok = *port == b"*"
+        || (!port.is_empty() && port.len() <= 5 && port.iter().all(u8::is_ascii_digit));
+    (fields.len() == 5 && port_ok && fields.iter().all(|f| !f.is_empty())).then(|| fields[4])
 }
 
 /// Where a value may be replaced.

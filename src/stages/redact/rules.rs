@@ -609,10 +609,10 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "private-key-body",
         title: "Private key body without its PEM lines",
-        description: "The base64 body of a private key whose `-----BEGIN`/`-----END` lines were cut off (`sed 1d key.pem`, a key pasted into a variable or a secret store): PKCS#8 (`MII…IBADAN…`), PKCS#1 RSA (`MII…IBAAK…`), SEC1 EC (`MHcCAQEEI…`, `MIGkAgEBBDA…`) and OpenSSH (`b3BlbnNzaC1rZXktdjE…`), 100+ base64 characters. Public keys and certificates start otherwise and are left alone.",
-        regex: r"(?:^|[^A-Za-z0-9+/])(?P<secret>(?:MII[A-Za-z0-9+/]{3}IBAD?AN|MHcCAQEEI|MIGkAgEBBDA|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=\r\n]{100,})",
-        keywords: &[cs("IBADAN", Any), cs("IBAAK", Any), cs("MHcCAQEEI", Any), cs("MIGkAgEBBDA", Any), cs("b3BlbnNzaC1rZXktdjE", Any)],
-        before: 7,
+        description: "The base64 body of a private key whose `-----BEGIN`/`-----END` lines were cut off (`sed 1d key.pem`, a key pasted into a variable or a secret store, an Edit's `old_string` holding the body's lines): PKCS#8 (`MII…IBADAN…`), PKCS#1 RSA (`MII…IBAAK…`), encrypted PKCS#8 (`MII…BgkqhkiG9w0BBQ0w…`, PBES2; `MII…BgoqhkiG9w0BDAE…`, PKCS#12 PBE), SEC1 EC (`MHcCAQEEI…`, `MIGkAgEBBDA…`) and OpenSSH (`b3BlbnNzaC1rZXktdjE…`), 100+ base64 characters on one line or many. Told apart by the structure the key's first bytes encode (a version number, an encryption scheme), not by `MII` alone: public keys and certificates (`MII…CCA…`, `MII…ANBgkqhkiG9w0BAQEF…`) start otherwise and are left alone.",
+        regex: r"(?:^|[^A-Za-z0-9+/])(?P<secret>(?:MII[A-Za-z0-9+/]{3}IBA(?:D?AN|AK)|MII[A-Za-z0-9+/]{5}(?:BgkqhkiG9w0BBQ0w|BgoqhkiG9w0BDAE)|MHcCAQEEI|MIGkAgEBBDA|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=\r\n]{100,})",
+        keywords: &[cs("IBADAN", Any), cs("IBAAK", Any), cs("BgkqhkiG9w0BBQ0w", Any), cs("BgoqhkiG9w0BDAE", Any), cs("MHcCAQEEI", Any), cs("MIGkAgEBBDA", Any), cs("b3BlbnNzaC1rZXktdjE", Any)],
+        before: 9,
         checks: &[PemBody],
         trim: true,
         ..BASE
@@ -1066,8 +1066,8 @@ pub static RULES: &[Rule] = &[
     Rule {
         id: "pgpass-password",
         title: "PostgreSQL .pgpass password",
-        description: "The password of a `.pgpass` line (`host:port:database:user:password`, port a number or `*`), as a Read or `cat ~/.pgpass` shows it.",
-        regex: r#"(?:^|\n|\\[nr]|")[ \t]*(?:\d{1,7}(?:→|\\u2192|\t|\\t)[ \t]*)?[A-Za-z0-9_.*-]{1,253}:(?:\d{2,5}|\*):[^:\s\\"]{1,63}:[^:\s\\"]{1,63}:(?P<secret>[^\s\\":]{4,256})(?:\\[nr]|[ \t]*(?:\r?\n|"|$))"#,
+        description: "The password of a `.pgpass` line (`host:port:database:user:password`, port 5432, 6432 or `*`), as a Read or `cat ~/.pgpass` shows it, its escaped `\\:` and `\\\\` included. A Read, Write or Edit of a file named `.pgpass` makes the password of its lines on any port a known secret of the session.",
+        regex: r#"(?:^|\n|\\[nr]|")[ \t]*(?:\d{1,7}(?:→|\\u2192|\t|\\t)[ \t]*)?[A-Za-z0-9_.*-]{1,253}:(?:\d{2,5}|\*):[^:\s\\"]{1,63}:[^:\s\\"]{1,63}:(?P<secret>(?:[^\s\\":]|\\\\?[:\\]){4,256})(?:\\[nr]|[ \t]*(?:\r?\n|"|$))"#,
         keywords: &[cs(":5432:", Any), cs(":6432:", Any), cs(":*:", Any)],
         before: 300,
         checks: &[CliValue, NotAllDigits],

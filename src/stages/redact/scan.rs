@@ -398,6 +398,9 @@ const ESCAPE_ANCHORS: &[&[u8]] = &[
     // anchors of their own (`\" \"`, `join(\"\")`, `` ` + ` ``) sent 9% of the corpus
     // through a second search for 2 lines in 10,000. `&#` and `%25` are looked for apart
     // ([`encoded_forms`]): as anchors (a short window, digits) they cost the one pass 70%.
+    // So are the forms of round 3 (a `%XX` letter inside a token, `&amp;#`, `${ `, quote
+    // splices and continuations that cut a token's start, full-width runs): on the corpus
+    // they send 10 lines in 8,662 (0.12%) through the string walk, all `\" \"` and `\\\n`.
     b"&quot;",
     b"\\\" +\\n",
     b"' +\\n",
@@ -437,17 +440,90 @@ pub fn holds_token_start(text: &[u8]) -> bool {
         .any(|a| memchr::memmem::find(text, a).is_some())
 }
 
-/// Where `line` holds `&#` (an HTML entity by number: `&#65;KIA…`) or `%25` (a `%XX` encoded
-/// twice: `ghp%255F…`), appended to `out`: a string holding one is searched in its
-/// [`reading`]. One pass for `&` and `%` (rare in transcripts: 0.05% of the bytes), apart
-/// from the prefilter (see `ESCAPE_ANCHORS`).
+/// Where `line` holds an encoded or spliced form that no anchor finds ([`encoded_form`]),
+/// appended to `out`: a string holding one is searched in its [`reading`]. Two passes apart
+/// from the prefilter (see `ESCAPE_ANCHORS`), each for bytes rare in transcripts: `&`, `%`
+/// and `$` (0.05% of the bytes with `$`'s share of shell code), then `'`, `\` and the lead
+/// byte of full-width forms, where most hits (JSON's own escapes, apostrophes) are dismissed
+/// by the next byte. Measured (profiling build, `check -j 1` over the 23 MB corpus, perf):
+/// both passes are 5.8% of the CPU, the second most of it (`\` is 1.7% of a transcript's
+/// bytes); the Teddy prefilter is 9.6%.
 pub fn encoded_forms(line: &[u8], out: &mut Vec<usize>) {
-    for p in memchr::memchr2_iter(b'&', b'%', line) {
-        let t = &line[p..];
-        if t.starts_with(b"&#") || t.starts_with(b"%25") {
+    for p in memchr::memchr3_iter(b'&', b'%', b'$', line) {
+        if encoded_form(line, p) {
             out.push(p);
         }
     }
+    for p in memchr::memchr3_iter(b'\'', b'\\', 0xEF, line) {
+        if spliced_form(line, p) {
+            out.push(p);
+        }
+    }
+}
+
+/// Whether an encoded form starts at `p` of a raw line: `&#` (an HTML entity by number:
+/// `&#65;KIA…`, `&#65KIA`), `&amp;#` (one escaped again), `%25` (a `%XX` encoded again:
+/// `ghp%255F…`), `%26%23` / `%26#` (an entity percent-encoded), a `%XX` letter or digit inside
+/// a token (`ghp_ab%63d…`), `${ ` (a spaced empty substitution, `${ "" }`).
+fn encoded_form(line: &[u8], p: usize) -> bool {
+    let t = &line[p..];
+    let tokenish =
+        |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
+    let hex = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_hexdigit());
+    match t[0] {
+        b'&' => {
+            t.starts_with(b"&#") || {
+                let n = t[1..]
+                    .chunks(4)
+                    .take(4)
+                    .take_while(|c| *c == b"amp;")
+                    .count();
+                n > 0 && t.get(1 + 4 * n) == Some(&b'#')
+            }
+        }
+        b'%' => {
+            t.starts_with(b"%25")
+                || t.starts_with(b"%26%23")
+                || t.starts_with(b"%26#")
+                || (p > 0
+                    && reading::word(line[p - 1])
+                    && hex(t.get(1))
+                    && hex(t.get(2))
+                    && t.get(3).is_some_and(|&c| tokenish(c) || c == b'%')
+                    && {
+                        let d = |c: u8| (c as char).to_digit(16).unwrap_or(0) as u8;
+                        (d(t[1]) * 16 + d(t[2])).is_ascii_alphanumeric()
+                    })
+        }
+        b'$' => t.starts_with(b"${ "),
+        _ => false,
+    }
+}
+
+/// Whether a splice that hides a token's start starts at `p` of a raw line, a token's
+/// character before it and after it: a shell `''` (`gh''p_…`), `\"\"` (a JSON string's
+/// `""`), `\" \"` (C's and the shell's adjacent literals, `"gh" "p_…"`), `\\\n` (a backslash
+/// at a line's end, `gh\` then `p_…`); or a run of full-width characters of a token
+/// ([`reading::full_width_at`]). A splice after a token's start is found from that start (an
+/// anchor): this finds the ones that cut it.
+fn spliced_form(line: &[u8], p: usize) -> bool {
+    let t = &line[p..];
+    if t[0] == 0xEF {
+        return reading::full_width_at(t);
+    }
+    let tokenish = |c: Option<&u8>| {
+        c.is_some_and(|&c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')
+        })
+    };
+    if p == 0 || !tokenish(line.get(p - 1)) {
+        return false;
+    }
+    let forms: [&[u8]; 4] = [b"''", b"\\\"\\\"", b"\\\" \\\"", b"\\\\\\n"];
+    forms
+        .iter()
+        .find(|f| t.starts_with(f))
+        .is_some_and(|f| tokenish(t.get(f.len())))
 }
 
 /// Whether `t` starts with an anchor that makes a string read otherwise than it is written
@@ -458,8 +534,8 @@ pub fn visible_trigger(line: &[u8], p: usize) -> bool {
     if t.starts_with(b"\\u001b[") || t.starts_with(b"\\u001B[") {
         return ansi_inside_token(line, p);
     }
-    t.starts_with(b"&#")
-        || t.starts_with(b"%25")
+    encoded_form(line, p)
+        || spliced_form(line, p)
         || ESCAPE_ANCHORS[VISIBLE_FROM..]
             .iter()
             .any(|a| t.starts_with(a))

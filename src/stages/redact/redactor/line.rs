@@ -165,8 +165,11 @@ impl Redactor {
             ) else {
                 continue;
             };
-            let tail_from = ta.len().saturating_sub(2 * SPLIT_WINDOW);
-            let tail = &ta[tail_from..];
+            // A line continuation ending the first (`+echo ghp_abc\`, then `+def…`) joins
+            // what is on both sides of it.
+            let cont = usize::from(ta.ends_with(b"\\"));
+            let tail_from = (ta.len() - cont).saturating_sub(2 * SPLIT_WINDOW);
+            let tail = &ta[tail_from..ta.len() - cont];
             // Two lines of a patch both start with their diff marker (`+`, `-`, a space): the
             // second line's text starts after it.
             let marker = usize::from(
@@ -220,8 +223,9 @@ impl Redactor {
                 continue;
             };
             let mut new_a = cur_a.clone();
-            if cur_a.ends_with(a_part) {
-                new_a.truncate(cur_a.len() - a_part.len());
+            let a_end = [a_part, &b"\\"[..cont]].concat();
+            if cur_a.ends_with(&a_end) {
+                new_a.truncate(cur_a.len() - a_end.len());
                 self.put_placeholder(&joined, f, &mut new_a);
             }
             // Each part becomes the placeholder: the text reads as redacted on both sides.
@@ -931,7 +935,10 @@ fn split_pair(
     // A token cut in two has a token's characters on both sides of the cut.
     let tokenish =
         |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=');
-    let ends_tokenish = tok.end > tok.start && tokenish(line[tok.end - 1]);
+    // A line continuation at its end (`…ghp_abc\`, JSON `\\`) cuts it as well.
+    let raw = &line[tok.start..tok.end];
+    let ends_tokenish = raw.last().is_some_and(|&c| tokenish(c))
+        || (raw.ends_with(b"\\\\") && raw.len() > 2 && tokenish(raw[raw.len() - 3]));
     let starts_tokenish =
         tok.end > tok.start && (tokenish(line[tok.start]) || line[tok.start] == b'\\');
     let near_end = ends_tokenish

@@ -2,13 +2,22 @@
 //! bytes came from (issue #25).
 //!
 //! A token can be hidden from every rule by how it is written: broken by an invisible
-//! character, written with HTML entities (`&#65;KIA…`, `ghp&#95;…`), percent-encoded once or
-//! twice (`ghp%5F…`, `ghp%255F…`), or cut into pieces that code puts together (`"ghp_ab" +
-//! "cd…"`, `+` at a line's end, Python's `"AKIA" "…"`, `["ghp_", "…"].join("")`,
-//! `` `ghp_${""}…` ``). [`reading`] gives the text as it reads, in passes, each a [`Layer`]
-//! that maps its bytes back to the bytes it read: a secret found in the reading is replaced at
-//! its span in the text as written (pieces, quotes and joiners between them included), and
+//! character, spelled in full-width letters (`ｇｈｐ＿…`), written with HTML entities
+//! (`&#65;KIA…`, `ghp&#95;…`, `&#65KIA…`, `&amp;#65;…`), percent-encoded once or more
+//! (`ghp%5F…`, `ghp_ab%63d…`, `ghp%255F…`, `%25255F`), with both mixed (`&#37;5F`,
+//! `%26%2395%3B`), or cut into pieces that code puts together (`"ghp_ab" + "cd…"`, `+` at a
+//! line's end, Python's and C's `"AKIA" "…"`, `["ghp_", "…"].join("")`, `` `ghp_${""}…` ``,
+//! the shell's `gh''p_…`, a backslash-newline inside it). [`reading`] gives the text as it
+//! reads, in passes — one per form, its one home here; the raw-line triggers that send a
+//! string here are in `scan.rs` (`encoded_forms`, the escape anchors) — each a [`Layer`] that
+//! maps its bytes back to the bytes it read: a secret found in the reading is replaced at its
+//! span in the text as written (pieces, quotes and joiners between them included), and
 //! nothing else of the text changes.
+//!
+//! Each pass reads a form only where it can be a token's (a token's characters on both sides
+//! of a splice, a decoded character a token's, a run of full-width letters): a look-alike
+//! (`it''s`, `%20`, `&#169 2024`, CJK punctuation) may still read otherwise, but then shows no
+//! more secrets than it does as written, and is searched as it is.
 //!
 //! The reading is searched by the same rules and checks as a plain text, so a reassembled
 //! value is a secret only when it would be one written plainly. Callers search it only where
@@ -174,16 +183,24 @@ impl<'a> Builder<'a> {
 /// One pass of a reading: its output and layer, when it changed something.
 type Pass = fn(&[u8]) -> Option<(Vec<u8>, Layer)>;
 
-/// `text` as a reader sees it, when that differs: invisible characters removed, HTML
-/// entities read, a token's percent-encoded characters decoded (once or twice encoded),
-/// empty template substitutions dropped, and string literals joined where code puts them
+/// `text` as a reader sees it, when that differs: invisible characters removed, full-width
+/// letters folded, HTML entities read, a token's percent-encoded characters decoded (encoded
+/// once or more), empty template substitutions and quote splices dropped, line
+/// continuations inside a token undone, and string literals joined where code puts them
 /// together. None when it reads as it is.
+///
+/// One pass per form, in the order a writer stacks them: an entity may stand for a `%`
+/// (`&#37;5F`), so entities are read before percent-encoding; a percent-encoded entity
+/// (`%26%2395%3B`) is read by the percent pass itself.
 pub fn reading(text: &[u8]) -> Option<Reading> {
-    let passes: [Pass; 6] = [
+    let passes: [Pass; 9] = [
         without_invisible_pass,
+        full_width_folded,
         html_entities,
         percent_decoded,
         empty_substitutions,
+        quote_splices,
+        continuations,
         joined_arrays,
         literals_joined,
     ];
@@ -201,6 +218,11 @@ pub fn reading(text: &[u8]) -> Option<Reading> {
 /// A token's characters: where pieces meet, both sides hold one.
 fn tokenish(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')
+}
+
+/// A character of a token's body that no URL or query uses as a delimiter.
+pub(super) fn word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-')
 }
 
 /// Blanks (between the pieces of code that joins literals).
@@ -282,12 +304,22 @@ fn line_prefix(t: &[u8]) -> usize {
     usize::from(matches!(t.first(), Some(b'+' | b'-')))
 }
 
-/// `&#65;`, `&#x5f;` (a character by its number, `;` required) and `&quot;`, `&apos;`,
-/// `&amp;`, `&lt;`, `&gt;` read as the character they stand for.
+/// The most times `&` of an entity is itself written `&amp;` (`&amp;#65;`, `&amp;amp;#65;`).
+const MAX_AMP: usize = 3;
+
+/// `&#65;`, `&#x5f;` (a character by its number) and `&quot;`, `&apos;`, `&amp;`, `&lt;`,
+/// `&gt;` read as the character they stand for. A numeric entity is read too when its `&` is
+/// escaped again (`&amp;#65;`: a page quoting a page), and without its `;` inside a token
+/// (`&#65KIA…`, which browsers read): the character a token's, a token's character after it.
 fn html_entities(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
     memchr::memchr(b'&', text)?;
     let mut b = Builder::new(text);
     for p in memchr::memchr_iter(b'&', text) {
+        if let Some((n, c)) = numeric_entity(&text[p..]) {
+            let mut buf = [0; 4];
+            b.put(p, p + n, c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
         let t = &text[p..];
         let named: &[(&[u8], u8)] = &[
             (b"&quot;", b'"'),
@@ -298,38 +330,55 @@ fn html_entities(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
         ];
         if let Some((n, c)) = named.iter().find(|(n, _)| t.starts_with(n)) {
             b.put(p, p + n.len(), &[*c]);
-            continue;
-        }
-        if t.get(1) != Some(&b'#') {
-            continue;
-        }
-        let (radix, from) = match t.get(2) {
-            Some(b'x' | b'X') => (16, 3),
-            _ => (10, 2),
-        };
-        let digits = t[from..]
-            .iter()
-            .take(8)
-            .take_while(|c| (**c as char).is_digit(radix))
-            .count();
-        if digits == 0 || t.get(from + digits) != Some(&b';') {
-            continue;
-        }
-        let num = std::str::from_utf8(&t[from..from + digits])
-            .ok()
-            .and_then(|d| u32::from_str_radix(d, radix).ok())
-            .and_then(char::from_u32)
-            .filter(|c| !c.is_control());
-        if let Some(c) = num {
-            let mut buf = [0; 4];
-            b.put(p, p + from + digits + 1, c.encode_utf8(&mut buf).as_bytes());
         }
     }
     b.finish()
 }
 
-/// `%XX` escapes of a token's punctuation (`_ - + / =`) decoded, and `%25XX` (a `%XX` encoded
-/// once more) of any of a token's characters; None when there is none.
+/// The numeric entity `t` starts with (`&#65;`, `&#x5f;`, `&amp;#65;`, `&#65` before a
+/// token's character): its length and character (see [`html_entities`]).
+fn numeric_entity(t: &[u8]) -> Option<(usize, char)> {
+    let mut at = 1;
+    while t[at..].starts_with(b"amp;") && at < 1 + 4 * MAX_AMP {
+        at += 4;
+    }
+    if t.get(at) != Some(&b'#') {
+        return None;
+    }
+    let (radix, from) = match t.get(at + 1) {
+        Some(b'x' | b'X') => (16, at + 2),
+        _ => (10, at + 1),
+    };
+    let digits = t[from..]
+        .iter()
+        .take(8)
+        .take_while(|c| (**c as char).is_digit(radix))
+        .count();
+    if digits == 0 {
+        return None;
+    }
+    let c = std::str::from_utf8(&t[from..from + digits])
+        .ok()
+        .and_then(|d| u32::from_str_radix(d, radix).ok())
+        .and_then(char::from_u32)
+        .filter(|c| !c.is_control())?;
+    let end = from + digits;
+    if t.get(end) == Some(&b';') {
+        return Some((end + 1, c));
+    }
+    // No `;`: only a token's character inside a token.
+    let inside = c.is_ascii() && tokenish(c as u8) && t.get(end).is_some_and(|&n| tokenish(n));
+    inside.then_some((end, c))
+}
+
+/// The most times a `%XX` is looked at as encoded again (`%2541`, `%252541`, …).
+const MAX_PERCENT_AGAIN: usize = 4;
+
+/// `%XX` escapes decoded where they stand for a token's character: its punctuation
+/// (`_ - + / =`) anywhere, a letter or digit inside a token (`ghp_ab%63d…`, a token's
+/// characters on both sides); a `%XX` encoded again once or more (`%2541`, `%25255F`) for any
+/// of a token's characters; and an entity percent-encoded (`%26%2395%3B`, `%26#95;`: a page's
+/// `&#95;` put in a URL) for the token's character it stands for. None when there is none.
 fn percent_decoded(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
     memchr::memchr(b'%', text)?;
     let hex = |c: Option<&u8>| c.and_then(|&c| (c as char).to_digit(16)).map(|d| d as u8);
@@ -339,34 +388,134 @@ fn percent_decoded(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
             (Some(h), Some(l)) => Some(h * 16 + l),
             _ => None,
         };
-        if text[p + 1..].starts_with(b"25") {
-            if let Some(c) = byte(p + 3).filter(|&c| tokenish(c)) {
-                b.put(p, p + 5, &[c]);
-                continue;
-            }
+        let t = &text[p..];
+        if let Some((n, c)) = percent_entity(t) {
+            b.put(p, p + n, &[c]);
+            continue;
         }
-        // Only the characters of tokens the prefilter anchors on (see ESCAPE_ANCHORS).
-        if let Some(c) = byte(p + 1).filter(|c| matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')) {
+        // `%` then `25` once or more (each a `%` encoded once more), then the code.
+        let again = (0..MAX_PERCENT_AGAIN)
+            .take_while(|i| t[1 + 2 * i..].starts_with(b"25"))
+            .count();
+        let decoded = (1..=again)
+            .rev()
+            .find_map(|m| byte(p + 1 + 2 * m).filter(|&c| tokenish(c)).map(|c| (m, c)));
+        if let Some((m, c)) = decoded {
+            b.put(p, p + 3 + 2 * m, &[c]);
+            continue;
+        }
+        // Only the characters of tokens the prefilter anchors on (see ESCAPE_ANCHORS), and
+        // letters and digits inside a token: a letter, digit, `_` or `-` before (not a
+        // query's `=`, a path's `/`), a token's character after.
+        let inside = p > 0
+            && word(text[p - 1])
+            && text.get(p + 3).is_some_and(|&c| tokenish(c) || c == b'%');
+        if let Some(c) = byte(p + 1).filter(|&c| {
+            matches!(c, b'_' | b'-' | b'+' | b'/' | b'=') || (inside && c.is_ascii_alphanumeric())
+        }) {
             b.put(p, p + 3, &[c]);
         }
     }
     b.finish()
 }
 
-/// A template literal's empty substitutions (`` `ghp_${""}…` ``, `${''}`, ``${``}``) dropped
-/// where a token's characters stand on both sides.
+/// The percent-encoded numeric entity `t` starts with (`%26%2395%3B`, `%26#95;`, `%26%23x5F%3B`)
+/// when it stands for a token's character: its length and that character.
+fn percent_entity(t: &[u8]) -> Option<(usize, u8)> {
+    let rest = t.strip_prefix(b"%26")?;
+    let hash = if rest.starts_with(b"%23") {
+        3
+    } else if rest.first() == Some(&b'#') {
+        1
+    } else {
+        return None;
+    };
+    let at = 3 + hash;
+    let (radix, from) = match t.get(at) {
+        Some(b'x' | b'X') => (16, at + 1),
+        _ => (10, at),
+    };
+    let digits = t[from..]
+        .iter()
+        .take(6)
+        .take_while(|c| (**c as char).is_digit(radix))
+        .count();
+    let end = from + digits;
+    let semi = if t[end..].starts_with(b"%3B") || t[end..].starts_with(b"%3b") {
+        3
+    } else if t.get(end) == Some(&b';') {
+        1
+    } else {
+        return None;
+    };
+    let c = std::str::from_utf8(&t[from..end])
+        .ok()
+        .and_then(|d| u32::from_str_radix(d, radix).ok())
+        .and_then(|c| u8::try_from(c).ok())
+        .filter(|&c| tokenish(c))?;
+    (digits > 0).then_some((end + semi, c))
+}
+
+/// A template literal's empty substitutions (`` `ghp_${""}…` ``, `${''}`, ``${``}``, with
+/// blanks inside: `${ "" }`) dropped where a token's characters stand on both sides.
 fn empty_substitutions(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
     let mut b = Builder::new(text);
     for p in memchr::memmem::find_iter(text, b"${") {
-        let t = &text[p..];
-        let n = [&b"${\"\"}"[..], b"${''}", b"${``}"]
-            .iter()
-            .find(|s| t.starts_with(s))
-            .map(|s| s.len());
-        if let Some(n) = n {
+        if let Some(n) = empty_substitution(&text[p..]) {
             if p > 0 && tokenish(text[p - 1]) && text.get(p + n).is_some_and(|&c| tokenish(c)) {
                 b.put(p, p + n, b"");
             }
+        }
+    }
+    b.finish()
+}
+
+/// The length of the empty substitution `t` starts with: `${`, blanks, an empty literal,
+/// blanks, `}`.
+fn empty_substitution(t: &[u8]) -> Option<usize> {
+    let spaces = |i: usize| i + t[i..].iter().take(8).take_while(|&&c| c == b' ').count();
+    let k = spaces(2);
+    let q = *t.get(k)?;
+    if !quote(q) || t.get(k + 1) != Some(&q) {
+        return None;
+    }
+    let k = spaces(k + 2);
+    (t.get(k) == Some(&b'}')).then_some(k + 1)
+}
+
+/// An empty literal spliced into a word: the shell's `gh''p_…` and `'ghp_ab''cd…'` (`''`
+/// closes a quoted part and opens the next), `"ghp_ab""cd…"`, dropped where a token's
+/// characters stand on both sides (SQL's and CSV's doubled quote, `it''s`, reads as a quote
+/// there, but the text then holds no token either way).
+fn quote_splices(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
+    let mut b = Builder::new(text);
+    for p in memchr::memchr2_iter(b'\'', b'"', text) {
+        let q = text[p];
+        if p > 0
+            && tokenish(text[p - 1])
+            && text.get(p + 1) == Some(&q)
+            && text.get(p + 2).is_some_and(|&c| tokenish(c))
+        {
+            b.put(p, p + 2, b"");
+        }
+    }
+    b.finish()
+}
+
+/// A line continuation inside a token (`ghp_abc\` at a line's end, `def…` on the next: the
+/// shell, C and Python join them): the backslash and the line break dropped, and the prefix a
+/// tool puts before the next line (see [`skip_blanks`]), where a token's characters stand on
+/// both sides.
+fn continuations(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
+    let mut b = Builder::new(text);
+    for p in memchr::memmem::find_iter(text, b"\\\n") {
+        if p == 0 || !tokenish(text[p - 1]) {
+            continue;
+        }
+        let mut q = p + 2;
+        q += line_prefix(&text[q..]);
+        if text.get(q).is_some_and(|&c| tokenish(c)) {
+            b.put(p, q, b"");
         }
     }
     b.finish()
@@ -508,6 +657,78 @@ fn literals_joined(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
         if j + 1 < text.len() && text[j] == q && tokenish(text[j + 1]) {
             b.put(i, j + 1, b"");
         }
+    }
+    b.finish()
+}
+
+/// The fewest full-width characters in a run of a token's characters that is folded: CJK
+/// prose holds full-width punctuation and short full-width words (`ＯＫ`), no run this long.
+pub const FULL_WIDTH_RUN: usize = 8;
+
+/// The ASCII character the full-width form (U+FF01–U+FF5E) `t` starts with stands for, when
+/// it is a token's.
+fn full_width_char(t: &[u8]) -> Option<u8> {
+    let cp = match *t {
+        [0xEF, b1 @ (0xBC | 0xBD), b2, ..] if b2 & 0xC0 == 0x80 => {
+            0xF000 | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F)
+        }
+        _ => return None,
+    };
+    let c = u8::try_from(cp.checked_sub(0xFEE0)?).ok()?;
+    ((0xFF01..=0xFF5E).contains(&cp) && tokenish(c)).then_some(c)
+}
+
+/// How many full-width characters of a token the run of a token's characters (full-width or
+/// not) that starts at `t` holds, and where it ends.
+fn full_width_run(t: &[u8]) -> (usize, usize) {
+    let (mut k, mut wide) = (0, 0);
+    while k < t.len() {
+        if full_width_char(&t[k..]).is_some() {
+            wide += 1;
+            k += 3;
+        } else if tokenish(t[k]) {
+            k += 1;
+        } else {
+            break;
+        }
+    }
+    (wide, k)
+}
+
+/// Whether a run of [`FULL_WIDTH_RUN`] full-width characters of a token starts at `t` (the
+/// trigger for [`full_width_folded`]).
+pub fn full_width_at(t: &[u8]) -> bool {
+    full_width_run(t).0 >= FULL_WIDTH_RUN
+}
+
+/// A token spelled in full-width forms (`ｇｈｐ＿…`, U+FF01–U+FF5E, as a CJK input method
+/// types Latin letters) read as NFKC's width folding reads it: each character folded to its
+/// ASCII one, in a run of a token's characters holding at least [`FULL_WIDTH_RUN`] of them.
+/// Nothing else of NFKC: only the view the rules search is folded, the text keeps its form.
+fn full_width_folded(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
+    memchr::memchr(0xEF, text)?;
+    let mut b = Builder::new(text);
+    let mut p = 0;
+    while let Some(off) = memchr::memchr(0xEF, &text[p..]) {
+        p += off;
+        // The run's start: back over a token's ASCII characters before it.
+        let start = p - text[..p].iter().rev().take_while(|&&c| tokenish(c)).count();
+        let (wide, len) = full_width_run(&text[start..]);
+        if wide < FULL_WIDTH_RUN {
+            p += 1;
+            continue;
+        }
+        let mut k = start;
+        while k < start + len {
+            match full_width_char(&text[k..]) {
+                Some(c) => {
+                    b.put(k, k + 3, &[c]);
+                    k += 3;
+                }
+                None => k += 1,
+            }
+        }
+        p = start + len;
     }
     b.finish()
 }
@@ -684,6 +905,66 @@ mod tests {
                 format!("A{body}"),
                 format!("&#65;{body}"),
             ),
+            (
+                format!("x &#65KIA{body} y"),
+                format!("AKIA{body}"),
+                format!("&#65KIA{body}"),
+            ),
+            (
+                format!("x &amp;amp;#65;KIA{body} y"),
+                format!("AKIA{body}"),
+                format!("&amp;amp;#65;KIA{body}"),
+            ),
+            (
+                format!("/v1/ghp_ab%63d{body}/x"),
+                format!("ghp_abcd{body}"),
+                format!("ghp_ab%63d{body}"),
+            ),
+            (
+                format!("?t=ghp%25255F{body}&"),
+                format!("ghp_{body}"),
+                format!("ghp%25255F{body}"),
+            ),
+            (
+                format!("t ghp&#37;5F{body} u"),
+                format!("ghp_{body}"),
+                format!("ghp&#37;5F{body}"),
+            ),
+            (
+                format!("?t=ghp%26%2395%3B{body}&"),
+                format!("ghp_{body}"),
+                format!("ghp%26%2395%3B{body}"),
+            ),
+            (
+                format!("`ghp_${{ '' }}{body}`"),
+                format!("ghp_{body}"),
+                format!("ghp_${{ '' }}{body}"),
+            ),
+            (
+                format!("echo gh''p_{body}"),
+                format!("ghp_{body}"),
+                format!("gh''p_{body}"),
+            ),
+            (
+                format!("echo \"ghp_ab\"\"{body}\""),
+                format!("ghp_ab{body}"),
+                format!("ghp_ab\"\"{body}"),
+            ),
+            (
+                format!("t = \"gh\" \"p_{body}\";"),
+                format!("ghp_{body}"),
+                format!("gh\" \"p_{body}"),
+            ),
+            (
+                format!("echo ghp_ab\\\n     2\u{2192}{body}"),
+                format!("ghp_ab{body}"),
+                format!("ghp_ab\\\n     2\u{2192}{body}"),
+            ),
+            (
+                format!("令牌 ｇｈｐ＿ａｂｃｄ{body} 。"),
+                format!("ghp_abcd{body}"),
+                format!("ｇｈｐ＿ａｂｃｄ{body}"),
+            ),
         ];
         for (text, reads, written) in cases {
             let (r, got) = span(&text, &reads);
@@ -699,7 +980,9 @@ mod tests {
             "[\"a\", \"b\"].join(\", \") and \", \".join([\"a\", \"b\"])",
             "`${name}` and `${\"\"}` alone",
             "\"a\" + b and \"x\" \" y\"",
-            "\"a\"\"b\"",
+            "\"a\" \"\" b c'' ''d",
+            "q=%41BC 50%25 caf%C3%A9 &#169 2024 &#38 x ${ name } a\\ \n b",
+            "你好，世界！（ＡＢＣ）：ＯＫ　ｔｅｓｔ１２３",
         ] {
             assert!(
                 reading(t.as_bytes()).is_none(),
@@ -715,9 +998,46 @@ mod tests {
     #[test]
     fn every_span_of_a_reading_maps_back_in_order() {
         let parts = [
-            "&#", "65", ";", "x5f", "&quot;", "&amp;", "%25", "5F", "%", "41", "\"", "'", "`",
-            " + ", "+\n", "\n  ", " ", "join(", "\"\"", ".", "[", "]", "(", ")", ", ", "${", "}",
-            "ghp_", "AKIA", "ab", "\u{200B}", "||",
+            "&#",
+            "65",
+            ";",
+            "x5f",
+            "&quot;",
+            "&amp;",
+            "%25",
+            "5F",
+            "%",
+            "41",
+            "\"",
+            "'",
+            "`",
+            " + ",
+            "+\n",
+            "\n  ",
+            " ",
+            "join(",
+            "\"\"",
+            ".",
+            "[",
+            "]",
+            "(",
+            ")",
+            ", ",
+            "${",
+            "}",
+            "ghp_",
+            "AKIA",
+            "ab",
+            "\u{200B}",
+            "||",
+            "''",
+            "\\\n",
+            "%2525",
+            "&amp;",
+            "%26%23",
+            "${ ",
+            "ｇｈｐ＿ａｂｃｄ",
+            "&#65",
         ];
         let mut x: u64 = 7;
         let mut read = 0;
