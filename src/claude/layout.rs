@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Origin, Result};
-use crate::io::backup::{backups, BACKUP_MARK};
+use crate::io::backup::{backups, copies, BACKUP_MARK};
 use crate::io::input::{Input, Treatment};
 use crate::io::output::is_temp_name;
 
@@ -285,6 +285,17 @@ impl SessionFile {
             path,
             part: Part::Backup,
         }));
+        // The transcript's other copies beside it (undo's `.cchist-undone.*`, `--backup=SUFFIX`
+        // copies) hold the session as it was too. Those of companions are companion files.
+        v.extend(
+            copies(&self.path)
+                .into_iter()
+                .filter(|p| crate::io::backup::is_copy(p))
+                .map(|path| Member {
+                    path,
+                    part: Part::Backup,
+                }),
+        );
         let mut companions = Vec::new();
         if self.linked_companion().is_none() {
             collect_companions(&self.companion_dir(), &mut companions);

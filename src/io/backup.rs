@@ -180,6 +180,16 @@ impl Staged {
 pub fn stage(path: &Path, suffix: &str, f: &InputFile) -> Result<Staged> {
     let bpath = name_of(path, suffix);
     let o = Origin::file(&bpath);
+    // A fixed suffix names the same file every run: what is there may be the user's own, or
+    // the first run's backup and then the only original. Never replaced (an undo-able
+    // suffix is fresh by construction, so this holds it too).
+    if bpath.symlink_metadata().is_ok() {
+        return Err(Error::Other(format!(
+            "{}: not written: its backup {} exists already (the user's file, or an earlier run's backup and then the only original); move it away, or use --backup without a value for a new timestamped backup each run",
+            path.display(),
+            bpath.display()
+        )));
+    }
     let mut b = AtomicFile::create(&bpath).map_err(|e| Error::io(&o, "backup", e))?;
     b.write_all(&f.data)
         .map_err(|e| Error::io(&o, "backup", e))?;

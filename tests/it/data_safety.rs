@@ -761,3 +761,47 @@ fn a_mapped_input_truncated_under_a_stdout_run_is_an_error_not_a_crash() {
     assert!(!err.contains("Bad address"), "{err}");
     assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
 }
+
+/// `--backup=SUFFIX` never replaces a file already named `<file>SUFFIX`: it may be the user's
+/// own, or the first run's backup (then the only original). The file fails, exit 2, and
+/// neither the file nor what is there changes.
+#[test]
+fn a_suffix_backup_never_replaces_a_file_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_session(dir.path(), ID, &session(ID, 3, false));
+    let before = std::fs::read(&f).unwrap();
+    let bak = PathBuf::from(format!("{}.bak", s(&f)));
+    std::fs::write(&bak, b"precious, not cchist's\n").unwrap();
+    let o = run(&["redact", "-i", "--backup=.bak", s(&f)]);
+    crate::common::assert_code(&o, 2);
+    assert!(stderr(&o).contains(".bak"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&bak).unwrap(), b"precious, not cchist's\n");
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        before,
+        "the file is left as it was"
+    );
+    // Without the file in the way the run goes ahead, and a second run refuses again.
+    std::fs::remove_file(&bak).unwrap();
+    crate::common::assert_code(&run(&["redact", "-i", "--backup=.bak", s(&f)]), 0);
+    assert_eq!(
+        std::fs::read(&bak).unwrap(),
+        before,
+        "the backup is the original"
+    );
+    let again = format!(
+        "{}\n",
+        String::from_utf8_lossy(&session("5e551011-0000-4000-8000-000000000002", 3, false))
+            .trim_end()
+    );
+    let mut grown = std::fs::read(&f).unwrap();
+    grown.extend_from_slice(again.as_bytes());
+    std::fs::write(&f, &grown).unwrap();
+    age(&f);
+    crate::common::assert_code(&run(&["redact", "-i", "--backup=.bak", s(&f)]), 2);
+    assert_eq!(
+        std::fs::read(&bak).unwrap(),
+        before,
+        "the first original is kept"
+    );
+}

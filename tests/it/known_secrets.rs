@@ -604,3 +604,29 @@ fn a_sub_agent_backup_and_a_nested_companion_share_the_session_s_secrets() {
     ]);
     assert_eq!(s.holding_secret(), Vec::<String>::new());
 }
+
+/// A value the user declares secret that no run would replace (shorter than 5 bytes) is
+/// refused with the file and line, never the value, instead of being ignored in silence; a
+/// dotenv file's short settings (`PORT=80`) are not values to refuse.
+#[test]
+fn a_too_short_known_value_is_refused_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let kv = dir.path().join("values.txt");
+    let short = ["Z", "q9"].concat();
+    std::fs::write(&kv, format!("# mine\nLongEnoughValue42\n{short}\n")).unwrap();
+    let out = cchist()
+        .args(["redact", "--known-values", kv.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    crate::common::assert_code(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("values.txt:3"), "{err}");
+    assert!(!err.contains(&short), "{err}");
+    let env = dir.path().join(".env");
+    std::fs::write(&env, "PORT=80\nAPI_KEY=LongEnoughValue42\n").unwrap();
+    let input = user("u1", None, json!("key LongEnoughValue42 on port 80"));
+    let (out, _) = redact_with(&["redact", "--known-values", env.to_str().unwrap()], &input);
+    assert!(!out.contains("LongEnoughValue42"), "{out}");
+    assert!(out.contains("port 80"), "{out}");
+}

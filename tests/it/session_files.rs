@@ -320,3 +320,30 @@ fn a_run_with_backup_leaves_older_backups_for_undo() {
         "second undo: the bytes before the first run, secret included"
     );
 }
+
+/// The transcript's other copies beside it — what a forced undo replaced
+/// (`.cchist-undone.<time>`) and a `--backup=SUFFIX` copy (`.bak`) — are the session too: a
+/// run without `--backup` and the SessionEnd hook redact them with it, as they do cchist's
+/// own backups. (They were left holding their secrets.)
+#[test]
+fn undo_and_suffix_copies_of_the_transcript_are_redacted_with_it() {
+    for entry in ["redact", "hook"] {
+        let s = Sandbox::new();
+        let main = s.main();
+        let bytes = std::fs::read(&main).unwrap();
+        std::fs::write(
+            format!("{}.cchist-undone.20260401T110000000Z", main.display()),
+            &bytes,
+        )
+        .unwrap();
+        std::fs::write(format!("{}.bak", main.display()), &bytes).unwrap();
+        if entry == "redact" {
+            s.cchist(&["redact", "-i", "--force", "-s", "5b1f"], None);
+        } else {
+            let event = serde_json::json!({"session_id": ID, "transcript_path": main,
+                "cwd": "/home/dev/app", "hook_event_name": "SessionEnd"});
+            s.cchist(&["hook"], Some(event.to_string()));
+        }
+        s.assert_scrubbed(entry);
+    }
+}

@@ -411,6 +411,20 @@ pub fn values_of_file(text: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
+/// The first line (1-based) of a known-values file that gives a value alone on its line
+/// (not `KEY=value`) shorter than [`MIN_LEN`] bytes: one the user declared secret that no
+/// run would replace ([`reach`] never propagates one so short), so it is refused rather than
+/// ignored. A dotenv file's short values (`PORT=80`, `DEBUG=true`) are settings, left out.
+pub fn short_value_line(text: &[u8]) -> Option<usize> {
+    text.split(|&b| b == b'\n')
+        .enumerate()
+        .find_map(|(i, line)| {
+            let line = line.trim_ascii();
+            let plain = !line.is_empty() && !line.starts_with(b"#") && dotenv_value(line).is_none();
+            (plain && line.len() < MIN_LEN).then_some(i + 1)
+        })
+}
+
 /// The value of a dotenv line `KEY=value` / `export KEY="value"` (quotes removed): a key that
 /// is an identifier and a value that does not start with `=`. None otherwise, so that a value
 /// given alone on its line (`dGhpc…PQ==`, `user:pass`) is taken whole.

@@ -187,6 +187,20 @@ fn read_key(opts: &RedactOptions) -> std::result::Result<Option<Vec<u8>>, Option
 /// or a dotenv file (`KEY=value`, `export KEY="value"`; `#` comments): its values. Errors name
 /// the file, never a value.
 fn read_known_values(opts: &RedactOptions) -> std::result::Result<Vec<Vec<u8>>, OptionError> {
+    let too_short = format!(
+        "too short to replace safely (fewer than {} bytes: it would match inside words), so no run would replace it; nothing was written — remove it, or give the longer secret it is part of",
+        super::known::MIN_LEN
+    );
+    if let Some(i) = opts
+        .known_values
+        .iter()
+        .position(|v| v.trim().len() < super::known::MIN_LEN)
+    {
+        return Err(OptionError::key(
+            "known_values",
+            format!("value {} is {too_short}", i + 1),
+        ));
+    }
     let mut out: Vec<Vec<u8>> = opts
         .known_values
         .iter()
@@ -199,6 +213,12 @@ fn read_known_values(opts: &RedactOptions) -> std::result::Result<Vec<Vec<u8>>, 
                 format!("cannot read {}: {}", p.display(), e.kind()),
             )
         })?;
+        if let Some(line) = super::known::short_value_line(&text) {
+            return Err(OptionError::key(
+                "known_values_file",
+                format!("{}:{line}: the value is {too_short}", p.display()),
+            ));
+        }
         out.extend(super::known::values_of_file(&text));
     }
     Ok(out)

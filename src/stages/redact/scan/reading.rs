@@ -756,8 +756,11 @@ fn without_invisible_pass(text: &[u8]) -> Option<(Vec<u8>, Layer)> {
 }
 
 /// The length of the terminal control sequence (`ESC [ … letter`) `t` starts with, if it does.
+/// A placeholder right after an `ESC` is not one: `ESC [ R` would read as a control sequence
+/// and cut `[REDACTED:…]` to `EDACTED:…]`, so a second run over redact's own output would read
+/// something else there (redact would not be idempotent).
 fn is_ansi(t: &[u8]) -> Option<usize> {
-    if !t.starts_with(b"\x1b[") {
+    if !t.starts_with(b"\x1b[") || t[2..].starts_with(b"REDACTED") {
         return None;
     }
     let n = t[2..]

@@ -349,3 +349,18 @@ fn a_mailchimp_key_is_found_and_a_user_flag_wakes_no_rule() {
         .hits(b"run it with --user alice and -usage", false, &mut hits);
     assert!(hits.is_empty(), "{hits:?}");
 }
+
+/// `ESC` then a placeholder (redact's own output after a control character) is not a terminal
+/// control sequence: reading it so cut `[REDACTED:…]` and made a second run differ.
+#[test]
+fn a_placeholder_after_an_escape_is_not_a_control_sequence() {
+    use super::reading::without_invisible;
+    assert_eq!(
+        without_invisible(b"x \x1b[REDACTED:anthropic-api-key] y"),
+        None
+    );
+    assert_eq!(
+        without_invisible(b"x \x1b[31mred").as_deref(),
+        Some(&b"x red"[..])
+    );
+}
