@@ -261,7 +261,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         match args.format {
             CheckFormat::Text => {
                 if !super::print::quiet() {
-                    out.write_all(report::text_colored(&files, super::color::stdout()).as_bytes())?;
+                    let mut w = std::io::BufWriter::new(&mut out);
+                    report::write_text(&files, super::color::stdout(), &mut w)?;
+                    w.flush()?;
                 }
                 let with = files.iter().filter(|f| !f.findings.is_empty()).count();
                 if total == 0 {
@@ -270,11 +272,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
                         super::print::count(scanned, "file", "files")
                     );
                 } else {
-                    let by_rule = report::json(&files)["summary"]["by_rule"].clone();
-                    let rules: Vec<String> = by_rule
-                        .as_object()
+                    // Counted, not read off the JSON report (a copy of every finding).
+                    let rules: Vec<String> = report::by_rule(&files)
                         .into_iter()
-                        .flatten()
                         .map(|(r, n)| format!("{r} {n}"))
                         .collect();
                     say!(

@@ -29,6 +29,13 @@ pub use split::SPLIT_MIN;
 /// chunks, and a secret is replaced from the chunk where it is found on ([`FORWARD_ONLY`]).
 pub const KNOWN_BUFFER: usize = 64 << 20;
 
+/// Bytes of output the echo search looks at in one part when it runs on one thread.
+const ECHO_PART: usize = 1 << 20;
+
+/// A changed record at least this long is given to the writer rather than copied
+/// ([`Sink::put_owned`]); shorter ones are gathered into one buffer.
+const GIVE_MIN: usize = 1 << 20;
+
 /// The counter set when a stream was longer than [`KNOWN_BUFFER`].
 pub const FORWARD_ONLY: &str = "stdin-propagation-forward-only";
 
@@ -468,7 +475,22 @@ impl Pipeline {
         let (mut line_no, mut echoed, mut changed_lines, mut removed) =
             (first_line.saturating_sub(1), 0u64, 0u64, 0u64);
         let mut delta: i64 = 0;
-        let pieces: Vec<(&[u8], bool)> = pieces.collect();
+        // A big piece is looked at in line-aligned parts, one after the other: what the echo
+        // search finds (a new line per line holding an echo) is held for a part, not for the
+        // whole piece (`check` of 1M key lines held every line's echo). Not when a known value
+        // holds a control character: its match may run across lines.
+        let pieces: Vec<(&[u8], bool)> = if echoes.holds_controls() {
+            pieces.collect()
+        } else {
+            pieces
+                .flat_map(|(b, base)| {
+                    let cuts = split::line_cuts(b, ECHO_PART);
+                    let parts: Vec<(&[u8], bool)> =
+                        cuts.windows(2).map(|w| (&b[w[0]..w[1]], base)).collect();
+                    parts
+                })
+                .collect()
+        };
         // The echo search (most of this pass) over a big output runs on the pool's threads, a
         // batch of pieces at a time; numbering, reporting and writing follow in order.
         let total: usize = pieces.iter().map(|(b, _)| b.len()).sum();
@@ -605,7 +627,14 @@ impl Pipeline {
                 continue;
             }
             if self.apply_record_stages(&mut rec, cx, trace, report)? {
-                self.put(out, &rec, cx, trace, report)?;
+                // Dropped after this: a long line a stage replaced is given to the writer,
+                // not copied.
+                self.account(&rec, trace, report);
+                match rec.take_output(GIVE_MIN) {
+                    Some(bytes) => out.put_owned(bytes),
+                    None => out.put(&rec),
+                }
+                .map_err(|e| Error::io(&cx.origin, "write", e))?;
             } else {
                 report.changed = true;
             }
@@ -726,6 +755,12 @@ impl Pipeline {
         trace: &Tracer,
         report: &mut FileReport,
     ) -> Result<()> {
+        self.account(rec, trace, report);
+        out.put(rec).map_err(|e| Error::io(&cx.origin, "write", e))
+    }
+
+    /// Count (and trace) a record about to be written.
+    fn account(&self, rec: &Record<'_>, trace: &Tracer, report: &mut FileReport) {
         report.records_out += 1;
         report.bytes_out += rec.output_len();
         if let Some(t) = trace.as_deref() {
@@ -734,7 +769,6 @@ impl Pipeline {
         if rec.is_changed() {
             report.changed = true;
         }
-        out.put(rec).map_err(|e| Error::io(&cx.origin, "write", e))
     }
 
     fn run_session(
@@ -1030,6 +1064,12 @@ impl<'s, 'b> Out<'s, 'b> {
         }
         self.flush()?;
         self.sink.put(rec)
+    }
+
+    /// A changed record's output line, given away ([`Sink::put_owned`]).
+    fn put_owned(&mut self, bytes: Vec<u8>) -> std::io::Result<()> {
+        self.flush()?;
+        self.sink.put_owned(bytes)
     }
 
     /// End the line the last record left open (it had no terminator).

@@ -102,13 +102,27 @@ pub mod ansi {
 
 /// [`text`], with ANSI colors when `color`: the same characters otherwise.
 pub fn text_colored(files: &[FileFindings], color: bool) -> String {
+    let mut out = Vec::new();
+    write_text(files, color, &mut out).expect("writing to memory cannot fail");
+    String::from_utf8(out).expect("the report is text")
+}
+
+/// [`text_colored`], written to `w` a finding at a time: a report of a million findings is
+/// not held whole, nor its findings copied as shown ([`shown_files`]) all at once.
+pub fn write_text(
+    files: &[FileFindings],
+    color: bool,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     use ansi::paint;
-    let mut out = String::new();
-    for f in &shown_files(files) {
+    for f in files {
+        let file = shown_name(&f.file);
+        let name = paint(color, ansi::PATH, &printable(&file));
         for x in &f.findings {
-            out += &format!(
+            let x = shown(x);
+            let mut out = format!(
                 "{}:{}: {}: {}",
-                paint(color, ansi::PATH, &printable(&f.file)),
+                name,
                 paint(color, ansi::LINE, &x.line.to_string()),
                 paint(color, ansi::rule(&x.rule), &printable(&x.rule)),
                 printable(&x.message)
@@ -125,9 +139,20 @@ pub fn text_colored(files: &[FileFindings], color: bool) -> String {
             }
             out += &paint(color && !detail.is_empty(), ansi::DIM, &detail);
             out.push('\n');
+            w.write_all(out.as_bytes())?;
         }
     }
-    out
+    Ok(())
+}
+
+/// How many findings of each rule `files` hold (what [`json`]'s `summary.by_rule` says),
+/// without building the report.
+pub fn by_rule(files: &[FileFindings]) -> BTreeMap<&str, usize> {
+    let mut by_rule: BTreeMap<&str, usize> = BTreeMap::new();
+    for x in files.iter().flat_map(|f| &f.findings) {
+        *by_rule.entry(&x.rule).or_default() += 1;
+    }
+    by_rule
 }
 
 /// `s` with control characters (C0, DEL, C1, line and paragraph separators, bidirectional
@@ -170,10 +195,7 @@ fn escaped(s: &str, keep: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
 pub fn json(files: &[FileFindings]) -> Value {
     let files = &shown_files(files);
     let total: usize = files.iter().map(|f| f.findings.len()).sum();
-    let mut by_rule: BTreeMap<&str, usize> = BTreeMap::new();
-    for x in files.iter().flat_map(|f| &f.findings) {
-        *by_rule.entry(&x.rule).or_default() += 1;
-    }
+    let by_rule = by_rule(files);
     json!({
         "files": files,
         "summary": {"files": files.len(), "findings": total, "by_rule": by_rule},

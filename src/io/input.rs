@@ -179,71 +179,177 @@ pub fn stream_chunks(
     origin: &Origin,
     sink: impl FnMut(&[u8], usize) -> Result<()>,
 ) -> Result<()> {
-    stream_chunks_after(Vec::new(), reader, origin, sink)
+    stream_chunks_after(StreamBuf::new(), reader, origin, sink)
+}
+
+/// A stream's buffer: anonymous memory that grows in place ([`StreamBuf::reserve`]) and gives
+/// back what it no longer needs at once. Read into a `Vec`, one long line cost its length
+/// rounded up to a power of two (the free space zeroed before reads), and each outgrown buffer
+/// stayed resident in the allocator, which never purges: a 200 MB line on a pipe held 256 MB
+/// of buffer plus the 64 and 128 MB ones it had outgrown. A map's pages cost nothing until
+/// written, and one grows without a copy where the system can move pages (`mremap` on Linux).
+pub struct StreamBuf {
+    map: Option<memmap2::MmapMut>,
+    /// Bytes of `map` filled from the stream.
+    len: usize,
+}
+
+impl Default for StreamBuf {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamBuf {
+    /// An empty buffer (no memory until [`StreamBuf::reserve`]).
+    pub fn new() -> Self {
+        StreamBuf { map: None, len: 0 }
+    }
+
+    /// The filled bytes.
+    pub fn filled(&self) -> &[u8] {
+        match &self.map {
+            Some(m) => &m[..self.len],
+            None => &[],
+        }
+    }
+
+    /// Room for `n` more bytes past the filled ones (address space: untouched pages are not
+    /// memory).
+    pub fn reserve(&mut self, n: usize) -> std::io::Result<()> {
+        let need = self
+            .len
+            .checked_add(n)
+            .ok_or(std::io::ErrorKind::OutOfMemory)?;
+        if self.map.as_ref().is_some_and(|m| m.len() >= need) {
+            return Ok(());
+        }
+        let cap = need.max(self.capacity().saturating_mul(2)).max(CHUNK);
+        self.resize(cap)
+    }
+
+    fn capacity(&self) -> usize {
+        self.map.as_ref().map_or(0, |m| m.len())
+    }
+
+    /// Make the map `cap` bytes long (`cap >= len`), keeping the filled bytes.
+    fn resize(&mut self, cap: usize) -> std::io::Result<()> {
+        debug_assert!(cap >= self.len);
+        #[cfg(target_os = "linux")]
+        if let Some(m) = &mut self.map {
+            // SAFETY: the map is this buffer's own and no slice of it is alive (`&mut self`);
+            // a moved map keeps its contents.
+            return unsafe { m.remap(cap, memmap2::RemapOptions::new().may_move(true)) };
+        }
+        let mut bigger = memmap2::MmapMut::map_anon(cap)?;
+        if let Some(m) = &self.map {
+            bigger[..self.len].copy_from_slice(&m[..self.len]);
+        }
+        self.map = Some(bigger);
+        Ok(())
+    }
+
+    /// The free space (zeroed or stale bytes) to read into; [`StreamBuf::reserve`] first.
+    fn spare(&mut self) -> &mut [u8] {
+        match &mut self.map {
+            Some(m) => &mut m[self.len..],
+            None => &mut [],
+        }
+    }
+
+    /// Drop the first `n` filled bytes, moving the rest to the front; a buffer a long line
+    /// made big shrinks back.
+    fn consume(&mut self, n: usize) -> std::io::Result<()> {
+        let len = self.len;
+        if let Some(m) = &mut self.map {
+            m.copy_within(n..len, 0);
+        }
+        self.len -= n;
+        if self.capacity() > 4 * CHUNK && self.len < CHUNK {
+            let keep = (2 * CHUNK).max(self.len);
+            #[cfg(target_os = "linux")]
+            return self.resize(keep);
+            #[cfg(not(target_os = "linux"))]
+            {
+                let mut small = memmap2::MmapMut::map_anon(keep)?;
+                small[..self.len].copy_from_slice(&self.filled()[..self.len]);
+                self.map = Some(small);
+            }
+        }
+        Ok(())
+    }
+
+    /// Read from `reader` into the free space until `limit` bytes are filled or the stream
+    /// ends (what `Read::take(limit).read_to_end` does for a `Vec`).
+    pub fn fill_to(&mut self, reader: &mut impl Read, limit: usize) -> std::io::Result<()> {
+        while self.len < limit {
+            self.reserve((limit - self.len).min(CHUNK))?;
+            let room = (limit - self.len).min(self.spare().len());
+            match read_some(reader, &mut self.spare()[..room])? {
+                0 => break,
+                n => self.len += n,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One `read`, retried when interrupted.
+fn read_some(reader: &mut impl Read, out: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match reader.read(out) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
 }
 
 /// [`stream_chunks`] of `head` (bytes read from the stream already), then the rest of
 /// `reader`. `head` becomes the buffer: a stream read ahead to see whether it fits a bound is
 /// not held twice (a 100 MB line on a pipe kept its first 64 MiB in both).
 pub fn stream_chunks_after(
-    head: Vec<u8>,
+    head: StreamBuf,
     mut reader: impl Read,
     origin: &Origin,
     mut sink: impl FnMut(&[u8], usize) -> Result<()>,
 ) -> Result<()> {
-    // `buf[..filled]` holds bytes not yet handed to `sink`; the rest of `buf` is initialized
-    // free space, zeroed once when the buffer grows. (Zeroing the free space before every read
-    // made a long line arriving in 64 KiB pipe reads quadratic: a 200 MB line took minutes.)
-    let mut filled = head.len();
+    let grow = |e| Error::io(origin, "read", e);
     let mut buf = head;
-    let cap = buf.capacity().max(CHUNK);
-    buf.resize(cap, 0);
     let mut line_no = 1usize;
-    // Emit everything up to the last newline of `buf[..filled]`; the bytes before `start`
+    // Emit everything up to the last newline of the filled bytes; the bytes before `start`
     // hold none (they are what followed the last newline of an earlier batch).
     fn emit(
-        buf: &mut Vec<u8>,
-        filled: &mut usize,
+        buf: &mut StreamBuf,
         start: usize,
         line_no: &mut usize,
         sink: &mut impl FnMut(&[u8], usize) -> Result<()>,
-    ) -> Result<()> {
-        if let Some(pos) = memchr::memrchr(b'\n', &buf[start..*filled]) {
-            let end = start + pos + 1;
-            sink(&buf[..end], *line_no)?;
-            *line_no += memchr::memchr_iter(b'\n', &buf[..end]).count();
-            buf.copy_within(end..*filled, 0);
-            *filled -= end;
-            // Give back the memory a long line needed.
-            if buf.len() > 4 * CHUNK && *filled < CHUNK {
-                buf.truncate(2 * CHUNK);
-                buf.shrink_to_fit();
-            }
-        }
-        Ok(())
-    }
-    emit(&mut buf, &mut filled, 0, &mut line_no, &mut sink)?;
-    loop {
-        if buf.len() - filled < CHUNK / 2 {
-            let len = (buf.len() * 2).max(filled + CHUNK);
-            buf.resize(len, 0);
-        }
-        let start = filled;
-        let n = loop {
-            match reader.read(&mut buf[start..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(origin, "read", e)),
-            }
+    ) -> Result<Option<usize>> {
+        let filled = buf.filled();
+        let Some(pos) = memchr::memrchr(b'\n', &filled[start..]) else {
+            return Ok(None);
         };
-        filled += n;
+        let end = start + pos + 1;
+        sink(&filled[..end], *line_no)?;
+        *line_no += memchr::memchr_iter(b'\n', &filled[..end]).count();
+        Ok(Some(end))
+    }
+    if let Some(end) = emit(&mut buf, 0, &mut line_no, &mut sink)? {
+        buf.consume(end).map_err(grow)?;
+    }
+    loop {
+        buf.reserve(CHUNK / 2).map_err(grow)?;
+        let start = buf.len;
+        let n = read_some(&mut reader, buf.spare()).map_err(|e| Error::io(origin, "read", e))?;
+        buf.len += n;
         if n == 0 {
-            if filled > 0 {
-                sink(&buf[..filled], line_no)?;
+            if buf.len > 0 {
+                sink(buf.filled(), line_no)?;
             }
             return Ok(());
         }
-        emit(&mut buf, &mut filled, start, &mut line_no, &mut sink)?;
+        if let Some(end) = emit(&mut buf, start, &mut line_no, &mut sink)? {
+            buf.consume(end).map_err(grow)?;
+        }
     }
 }
 
@@ -335,8 +441,10 @@ mod tests {
             let tail = [more, &rest[..]].concat();
             let mut out = Vec::new();
             let mut numbers = Vec::new();
+            let mut buf = StreamBuf::new();
+            buf.fill_to(&mut &head[..], head.len()).unwrap();
             stream_chunks_after(
-                head.to_vec(),
+                buf,
                 Trickle {
                     data: &tail,
                     step: 3,

@@ -27,6 +27,12 @@ pub trait Sink {
     /// Write bytes of the input verbatim: a run of adjacent untouched records, terminators
     /// included. The pipeline gathers such runs, so an unchanged file is one call.
     fn put_span(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// Write a changed record's output line (terminator included) that the caller gives
+    /// away: a sink that keeps what it is given keeps this one instead of a copy (a 200 MB
+    /// record was held twice, its bytes and their copy).
+    fn put_owned(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        self.put_span(&bytes)
+    }
     /// Flush anything pending.
     fn finish(&mut self) -> io::Result<()>;
 }
@@ -146,13 +152,17 @@ pub struct Recording<'b> {
     base: &'b [u8],
     pieces: Vec<Piece>,
     owned: Vec<u8>,
+    /// Lines given away whole ([`Sink::put_owned`]), kept as they were given.
+    given: Vec<Vec<u8>>,
 }
 
-/// One run of output bytes: a range of the input buffer, or of the copied bytes.
+/// One run of output bytes: a range of the input buffer, or of the copied bytes, or one of
+/// the lines given away.
 #[derive(Debug, Clone, Copy)]
 enum Piece {
     Base(usize, usize),
     Owned(usize, usize),
+    Given(usize),
 }
 
 impl<'b> Recording<'b> {
@@ -162,6 +172,7 @@ impl<'b> Recording<'b> {
             base,
             pieces: Vec::new(),
             owned: Vec::new(),
+            given: Vec::new(),
         }
     }
 
@@ -180,6 +191,7 @@ impl<'b> Recording<'b> {
         self.pieces.iter().map(|p| match *p {
             Piece::Base(s, e) => (&self.base[s..e], true),
             Piece::Owned(s, e) => (&self.owned[s..e], false),
+            Piece::Given(i) => (&self.given[i][..], false),
         })
     }
 }
@@ -194,6 +206,12 @@ impl Sink for Recording<'_> {
             Some(Piece::Owned(_, e)) if *e == start => *e = self.owned.len(),
             _ => self.pieces.push(Piece::Owned(start, self.owned.len())),
         }
+        Ok(())
+    }
+
+    fn put_owned(&mut self, bytes: Vec<u8>) -> io::Result<()> {
+        self.pieces.push(Piece::Given(self.given.len()));
+        self.given.push(bytes);
         Ok(())
     }
 

@@ -303,6 +303,22 @@ impl<'a> Record<'a> {
         out.extend_from_slice(self.term.bytes());
     }
 
+    /// This record's output line (body and terminator) when a stage replaced its bytes
+    /// ([`Record::set_raw`]) with at least `min` of them, taken out of the record so that the
+    /// writer keeps them instead of a copy; `None` (the record untouched) otherwise. The
+    /// record is spent: write nothing else of it.
+    pub fn take_output(&mut self, min: usize) -> Option<Vec<u8>> {
+        let e = self.edit.as_deref_mut()?;
+        if !e.changed || e.value.is_some() || e.raw.as_ref().is_none_or(|r| r.len() < min) {
+            return None;
+        }
+        let mut bytes = e.raw.take()?;
+        // In place: a vector of this size has room to spare (the redactor leaves it, and the
+        // allocator rounds a big block up to its pages).
+        bytes.extend_from_slice(self.term.bytes());
+        Some(bytes)
+    }
+
     /// Bytes this record writes (body and terminator). Serializes a changed value to count it.
     pub fn output_len(&self) -> u64 {
         let body = match self.written_value() {

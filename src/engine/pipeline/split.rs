@@ -146,10 +146,15 @@ impl Pipeline {
             return vec![flagged_lines(echoes, first)];
         }
         let mut bytes = 0usize;
+        // Two parts a thread: enough to keep the threads busy, and what a batch holds stays
+        // that of a few MiB of output however many of its lines hold an echo.
+        let batch = self
+            .split_min
+            .min(2 * super::ECHO_PART * rayon::current_num_threads());
         let n = pieces
             .iter()
             .take_while(|(b, _)| {
-                let more = bytes < self.split_min;
+                let more = bytes < batch;
                 bytes += b.len();
                 more
             })
@@ -164,7 +169,7 @@ impl Pipeline {
 
 /// The offsets cutting `bytes` into runs of whole lines of about `size` bytes: 0 first, each
 /// cut just after a newline, `bytes.len()` last.
-fn line_cuts(bytes: &[u8], size: usize) -> Vec<usize> {
+pub(super) fn line_cuts(bytes: &[u8], size: usize) -> Vec<usize> {
     let mut cuts = vec![0usize];
     let mut at = size.max(1);
     while at < bytes.len() {

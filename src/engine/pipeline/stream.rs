@@ -31,21 +31,19 @@ impl Pipeline {
         let pass = self.secret_pass();
         let mut reader: Box<dyn Read + '_> = Box::new(reader);
         let mut forward_only = false;
-        let mut head_bytes = Vec::new();
+        let mut head_bytes = input::StreamBuf::new();
         if pass != Secrets::Ignores {
             // Up to KNOWN_BUFFER bytes, the same output as the same bytes in a file: every
             // occurrence of a secret found anywhere in them is replaced.
-            // Sized once: grown by doubling, the buffer would hold up to twice the bound.
-            let mut head = Vec::with_capacity(KNOWN_BUFFER + 1);
-            (&mut reader)
-                .take(KNOWN_BUFFER as u64 + 1)
-                .read_to_end(&mut head)
+            // In the stream's own buffer: read ahead into a vector, a long line was held
+            // twice (the vector stayed resident in the allocator once the buffer took over).
+            head_bytes
+                .fill_to(&mut reader, KNOWN_BUFFER + 1)
                 .map_err(|e| Error::io(origin, "read", e))?;
-            if head.len() <= KNOWN_BUFFER {
-                return self.run_buffer(&head, origin, sink);
+            if head_bytes.filled().len() <= KNOWN_BUFFER {
+                return self.run_buffer(head_bytes.filled(), origin, sink);
             }
             forward_only = true;
-            head_bytes = head;
         }
         let mut report = self.new_report();
         let mut cx = self.new_cx(origin, &Known::default());

@@ -1292,6 +1292,32 @@ fn a_plain_string_is_edited_where_its_secrets_are() {
 }
 
 #[test]
+fn a_string_with_the_encoders_own_escapes_is_edited_where_its_secrets_are() {
+    // Escapes the encoder writes itself (`\n`, `\"`, `\\`, `\t`) stand for one byte each: the
+    // string is edited at its secrets, and the bytes come out as re-encoding it whole gives
+    // them (a 200 MB string with newlines was decoded, replaced into a copy, re-encoded whole).
+    let r = Redactor::new(&RedactOptions::default()).unwrap();
+    let mut g = Gen(6);
+    let t1 = ["ghp_", &g.s(36, ALNUM)].concat();
+    let t2 = ["ghp_", &g.s(36, ALNUM)].concat();
+    let mid = "l\\n\\\"é\\\" ".repeat(3000);
+    let line = format!(r#"{{"a":"x\n\"q\" {t1}\\ {mid}\t{t2}\n y","b":"ok"}}"#);
+    let out = r.redact_line(line.as_bytes()).line.unwrap();
+    let want = format!(
+        r#"{{"a":"x\n\"q\" [REDACTED:github-pat]\\ {mid}\t[REDACTED:github-pat]\n y","b":"ok"}}"#
+    );
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+    // Other escapes (`\/`, `\u0041`) are written as the encoder writes them: the string is
+    // re-encoded whole.
+    let line = format!(r#"{{"a":"a\/b \u0041 {t1}\n"}}"#);
+    let out = r.redact_line(line.as_bytes()).line.unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        r#"{"a":"a/b A [REDACTED:github-pat]\n"}"#
+    );
+}
+
+#[test]
 fn secrets_hidden_by_escapes_are_found() {
     let r = Redactor::new(&RedactOptions::default()).unwrap();
     // `g` written as \u0067 and `/` as \/.

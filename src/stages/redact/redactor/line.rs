@@ -98,7 +98,12 @@ impl Redactor {
                 secrets: st.secrets,
             };
         }
-        let mut out = Vec::with_capacity(line.len());
+        // Sized to the new line and its terminator: grown past its capacity (placeholders
+        // longer than their secrets), a 200 MB line's vector doubled, copying it.
+        let size = st.edits.iter().fold(line.len(), |n, (s, e, enc)| {
+            (n + enc.len()).saturating_sub(e - s)
+        });
+        let mut out = Vec::with_capacity(size + 2);
         let mut at = 0;
         for (s, e, enc) in &st.edits {
             out.extend_from_slice(&line[at..*s]);
@@ -550,7 +555,10 @@ impl Redactor {
                     reps = None;
                 }
             }
-            cur = std::borrow::Cow::Owned(self.replace(&cur, &found));
+            cur = std::borrow::Cow::Owned(match cur {
+                std::borrow::Cow::Owned(v) => self.replace_owned(v, &found),
+                std::borrow::Cow::Borrowed(b) => self.replace(b, &found),
+            });
         }
         let Some(mut path) = path else { return };
         // An id that held a secret becomes an id of its kind derived from it: one placeholder
@@ -596,14 +604,23 @@ impl Redactor {
         json::content_blocks(&path, &mut st.blocks);
         // The raw string is the text as it is (no escapes) and reads the same re-encoded: the
         // re-encoded new string is the raw one with each placeholder (encoded) in its place.
-        if let Some(reps) = reps.filter(|_| tok.flags == 0 && plain(&line[s..e])) {
-            drop(cur);
-            for (a, b, ph) in reps {
-                let mut enc = Vec::with_capacity(ph.len());
-                json::encode(&ph, &mut enc);
-                st.edits.push((s + a, s + b, enc));
+        // So it is too when its only escapes are those the encoder writes for the characters
+        // they stand for (`\n`, `\"`, …: one byte each), at the raw offsets of the decoded ones.
+        if let Some(mut reps) = reps {
+            let raw = &line[s..e];
+            if (tok.flags == 0 && plain(raw))
+                || (tok.flags & (esc::U | esc::SLASH) == 0
+                    && memchr::memchr(0xED, raw).is_none()
+                    && raw_offsets(raw, &mut reps))
+            {
+                drop(cur);
+                for (a, b, ph) in reps {
+                    let mut enc = Vec::with_capacity(ph.len());
+                    json::encode(&ph, &mut enc);
+                    st.edits.push((s + a, s + b, enc));
+                }
+                return;
             }
-            return;
         }
         let mut enc = Vec::with_capacity(cur.len() + 16);
         json::encode(&cur, &mut enc);
@@ -831,6 +848,48 @@ fn track(
 /// The raw bytes of a string read the same when its text is encoded again: no byte that
 /// [`json::encode`] escapes (controls; `"` and `\\` cannot occur unescaped) and no 0xED (which
 /// may start an encoded surrogate).
+/// Map the spans `reps` (sorted, disjoint; offsets in the decoded string) to offsets in
+/// `raw`, a string whose escapes each stand for one byte and are what the encoder writes for
+/// it (no `\u`, no `\/`). False when that is not so (a raw control character).
+fn raw_offsets(raw: &[u8], reps: &mut [(usize, usize, Vec<u8>)]) -> bool {
+    if raw.iter().any(|&c| c < 0x20) {
+        return false;
+    }
+    // `raw[..r]` decodes to `d` bytes.
+    let (mut r, mut d) = (0usize, 0usize);
+    let mut to_raw = |want: usize| -> Option<usize> {
+        while d < want {
+            let next = memchr::memchr(b'\\', &raw[r..]).map_or(raw.len(), |p| r + p);
+            let plain_len = next - r;
+            if d + plain_len >= want {
+                r += want - d;
+                d = want;
+                break;
+            }
+            if next == raw.len() {
+                return None;
+            }
+            d += plain_len + 1;
+            r = next + 2;
+            // Only the escapes the encoder writes.
+            if !matches!(
+                raw.get(next + 1),
+                Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f')
+            ) {
+                return None;
+            }
+        }
+        (d == want && r <= raw.len()).then_some(r)
+    };
+    for (a, b, _) in reps.iter_mut() {
+        let (Some(ra), Some(rb)) = (to_raw(*a), to_raw(*b)) else {
+            return false;
+        };
+        (*a, *b) = (ra, rb);
+    }
+    true
+}
+
 fn plain(raw: &[u8]) -> bool {
     !raw.iter()
         .any(|&c| c < 0x20 || c == b'"' || c == b'\\' || c == 0xED)
