@@ -551,10 +551,10 @@ fn slow_a_stream_of_distinct_secrets_stays_in_bounded_memory() {
 /// the writer's copy of the new line, a string with escapes decoded, replaced into a copy
 /// and re-encoded whole.
 #[test]
-#[ignore = "slow: memory of a line of 80 MB, four runs"]
+#[ignore = "slow: memory of a line of 48 MB, four runs"]
 fn slow_one_long_line_holding_keys_stays_under_twice_the_line() {
     use std::io::Write;
-    let len = 80usize << 20;
+    let len = 48usize << 20;
     for text in [
         "lorem ipsum dolor sit amet ",
         "lorem ipsum\\n \\\"dolor\\\" sit\\tamet ",
