@@ -83,6 +83,20 @@ pub struct Known {
     /// remembered and [`Known::dropped`] counts it.
     limit: Option<usize>,
     dropped: u64,
+    /// The matcher built from `map`, shared by every clone made since `map` last changed: a
+    /// session's files each start from a clone of its known secrets, and building the same
+    /// automaton for each of 2,000 tool-results files was most of a `check`'s time.
+    built: Built,
+}
+
+/// See [`Known::built`]: None until `map` first changes.
+#[derive(Clone, Default)]
+struct Built(Option<Arc<std::sync::OnceLock<Option<Echoes>>>>);
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Built")
+    }
 }
 
 impl PartialEq for Known {
@@ -101,6 +115,7 @@ impl Known {
             changes: None,
             limit: None,
             dropped: 0,
+            built: Built(None),
         }
     }
 
@@ -146,6 +161,7 @@ impl Known {
                 self.map.insert(SecretBytes::new(value), Arc::new(secret));
             }
         }
+        self.built = Built(Some(Default::default()));
         if let Some(c) = &mut self.changes {
             c.push(SecretBytes::new(value));
         }
@@ -221,6 +237,15 @@ impl Known {
     /// are searched in their own forms only, not also in hex and base64 (thousands of known
     /// secrets are a generated or hostile input; their encodings would quadruple the memory).
     pub fn echoes(&self) -> Option<Echoes> {
+        let large = self.map.len() * 4 > matcher::SMALL_SET;
+        match &self.built.0 {
+            // A large set's index is as costly to copy as to build: each builds its own.
+            Some(cell) if !large => cell.get_or_init(|| self.build_echoes()).clone(),
+            _ => self.build_echoes(),
+        }
+    }
+
+    fn build_echoes(&self) -> Option<Echoes> {
         let mut e = if self.map.len() * 4 > matcher::SMALL_SET {
             Echoes::empty(Matcher::Large(Default::default()))
         } else {
@@ -712,6 +737,7 @@ pub struct EchoLine {
 }
 
 /// The compiled matcher of a set of known secrets.
+#[derive(Clone)]
 pub struct Echoes {
     matcher: Matcher,
     /// Per pattern: the secret it stands for and where it may be replaced.

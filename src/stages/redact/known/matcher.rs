@@ -25,6 +25,7 @@ pub const SMALL_SET: usize = 4096;
 pub const DFA_BYTES: usize = 48 * 1024;
 
 /// Leftmost-longest matcher over a set of byte strings.
+#[derive(Clone)]
 pub enum Matcher {
     /// Aho-Corasick over a small set.
     Small(AhoCorasick),
@@ -105,6 +106,7 @@ impl Matcher {
 /// window the longest pattern could fill (windows that meet are merged). Those windows hold
 /// every occurrence whole and no occurrence crosses from one to another, so the matches,
 /// leftmost-longest, are those of a run over the whole text (a property test holds it).
+#[derive(Clone)]
 pub struct Sampled {
     ac: AhoCorasick,
     /// One bit per gram hash ([`Q_BITS`] bits) of the prefixes.
@@ -205,13 +207,14 @@ impl Sampled {
 /// one table per length up to [`ANCHOR`], so that every probe is one hash of a fixed window.
 /// Tokens share prefixes (`ghp_`, `sk-ant-api03-`, hex of `ghp_`): 24 bytes tell them apart, and a
 /// bucket holds at most [`BUCKET`] patterns, so no input makes a probe long.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Anchored {
     pats: Vec<Box<[u8]>>,
     /// Longest window first: the first table with a match holds the longest one.
     tables: Vec<Table>,
 }
 
+#[derive(Clone)]
 struct Table {
     /// The window: the patterns' length (shorter than [`ANCHOR`]), or [`ANCHOR`].
     len: usize,
