@@ -496,6 +496,15 @@ fn out_dir_existing(
         let Input::File { rel, .. } = inp else {
             return true;
         };
+        // A link on the way (or at the destination) is never written through: that file
+        // fails, whatever else is there.
+        if let Err(e) = cchist::io::replace::refuse_links_below(dir, rel) {
+            refused.push(runner::Outcome {
+                input: inp.clone(),
+                result: Err(e),
+            });
+            return false;
+        }
         let dest = dir.join(rel);
         if std::fs::symlink_metadata(&dest).is_err() {
             return true;

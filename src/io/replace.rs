@@ -334,6 +334,97 @@ fn keep_owner(tmp: &std::fs::File, was: &std::fs::Metadata, path: &Path) -> Resu
     })
 }
 
+/// Create the folders above `root/rel` (an `--out-dir` destination), owner-only whatever the
+/// umask, without following a link: every path below `root` is looked at (not followed) right
+/// before it is entered or created, and one that is a link or not a folder is refused
+/// ([`refuse_links_below`]). `root` itself is the caller's choice and may be a link.
+pub fn create_dirs_below(root: &Path, rel: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parts = parts_below(root, rel)?;
+    if !root.as_os_str().is_empty() && std::fs::metadata(root).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(root)
+            .map_err(|e| Error::io(&Origin::file(root), "create directory", e))?;
+    }
+    let mut cur = root.to_path_buf();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        cur.push(part);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match std::fs::DirBuilder::new().mode(0o700).create(&cur) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(Error::io(&Origin::file(&cur), "create directory", e)),
+                }
+            }
+            Err(e) => return Err(Error::io(&Origin::file(&cur), "stat", e)),
+        }
+        not_a_link(root, rel, &cur, true)?;
+    }
+    Ok(())
+}
+
+/// Refuse `root/rel` when a path below `root` on the way to it is a symbolic link or not a
+/// folder, or when it is itself a link: a write there would land wherever the link points,
+/// outside `root`. Paths that do not exist yet pass.
+pub fn refuse_links_below(root: &Path, rel: &Path) -> Result<()> {
+    let parts = parts_below(root, rel)?;
+    let mut cur = root.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        cur.push(part);
+        if std::fs::symlink_metadata(&cur).is_err() {
+            return Ok(());
+        }
+        not_a_link(root, rel, &cur, i + 1 < parts.len())?;
+    }
+    Ok(())
+}
+
+/// The plain names of `rel`; a `..` or an absolute part is refused.
+fn parts_below<'a>(root: &Path, rel: &'a Path) -> Result<Vec<&'a std::ffi::OsStr>> {
+    use std::path::Component;
+    let mut out = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            _ => {
+                return Err(Error::Other(format!(
+                    "{}: leads out of {}; nothing was written there",
+                    root.join(rel).display(),
+                    root.display()
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn not_a_link(root: &Path, rel: &Path, at: &Path, folder: bool) -> Result<()> {
+    let dest = root.join(rel);
+    let meta =
+        std::fs::symlink_metadata(at).map_err(|e| Error::io(&Origin::file(at), "stat", e))?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::Other(format!(
+            "{}: not written: {} is a symbolic link inside {}, and cchist never writes through a link there (it may point anywhere) — remove the link, or choose another folder",
+            dest.display(),
+            at.display(),
+            root.display()
+        )));
+    }
+    if folder && !meta.is_dir() {
+        return Err(Error::Other(format!(
+            "{}: not written: {} is not a folder — move it away, or choose another folder",
+            dest.display(),
+            at.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuse to replace what an in-place write must not: a link (the rename would replace the
 /// link, not what it points to), anything but a regular file, and a file with other hard
 /// links unless `break_links` (the other names would keep the old content).

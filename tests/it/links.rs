@@ -195,3 +195,68 @@ fn redact_in_place_over_a_linked_project_folder_exits_2() {
     }
     assert!(std::fs::read_to_string(&f).unwrap().contains(&secret()));
 }
+
+/// Finding 04: `--out-dir DIR` followed a linked folder inside DIR (`DIR/-tmp-proj ->
+/// elsewhere`) and wrote the copy there. Refused: that file fails, exit 2, nothing elsewhere.
+#[test]
+fn out_dir_never_writes_through_a_link_inside_it() {
+    let r = Root::new();
+    let f = r.session();
+    let comp = r.project().join(SID);
+    std::fs::create_dir_all(comp.join("tool-results")).unwrap();
+    std::fs::write(comp.join("tool-results/t.txt"), "plain\n").unwrap();
+    crate::common::age(&comp.join("tool-results/t.txt"), 7200);
+    let projects = r.root().join("projects");
+    let name = format!("{SID}.jsonl");
+    // the project folder in DIR a link; then the session's companion folder; then the file
+    for link_at in [
+        "-tmp-proj".to_string(),
+        format!("-tmp-proj/{SID}"),
+        format!("-tmp-proj/{name}"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let at = out.path().join(&link_at);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        let target = if link_at.ends_with(".jsonl") {
+            let t = outside.path().join("victim.jsonl");
+            std::fs::write(&t, "victim\n").unwrap();
+            t
+        } else {
+            outside.path().to_path_buf()
+        };
+        std::os::unix::fs::symlink(&target, &at).unwrap();
+        for args in [
+            vec!["redact", "-q", "--out-dir", s(out.path()), s(&projects)],
+            vec!["redact", "--yes", "--out-dir", s(out.path()), s(&projects)],
+        ] {
+            let o = run(r.cc().args(&args));
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{link_at} {args:?}: {}",
+                stderr(&o)
+            );
+            assert!(
+                stderr(&o).contains("symbolic link"),
+                "{link_at} {args:?}: {}",
+                stderr(&o)
+            );
+            let mut left: Vec<_> = std::fs::read_dir(outside.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            left.sort();
+            if link_at.ends_with(".jsonl") {
+                assert_eq!(left, vec!["victim.jsonl"], "{link_at} {args:?}");
+                assert_eq!(std::fs::read_to_string(&target).unwrap(), "victim\n");
+            } else {
+                assert!(
+                    left.is_empty(),
+                    "{link_at} {args:?}: wrote {left:?} through the link"
+                );
+            }
+        }
+    }
+    assert!(f.is_file());
+}
