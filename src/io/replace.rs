@@ -213,6 +213,15 @@ pub fn write_file(path: &Path, bytes: &[u8], attrs: &Attrs) -> Result<()> {
     finish_file(path, tmp, attrs)
 }
 
+/// [`write_file`] for a file cchist makes at a path the user names (a man page, a baseline):
+/// the rename replaces the name, so a symbolic link there is replaced by the file and what it
+/// pointed to is left as it was. `Ok(true)` when a link was replaced, for the caller to say so.
+pub fn write_file_over_link(path: &Path, bytes: &[u8], attrs: &Attrs) -> Result<bool> {
+    let was_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    write_file(path, bytes, attrs)?;
+    Ok(was_link)
+}
+
 /// [`write_file`] for content already written to `tmp` ([`temp`]): give it `attrs`, fsync,
 /// rename over `path`.
 pub fn finish_file(path: &Path, tmp: AtomicFile, attrs: &Attrs) -> Result<()> {

@@ -260,3 +260,39 @@ fn out_dir_never_writes_through_a_link_inside_it() {
     }
     assert!(f.is_file());
 }
+
+/// Finding 08: `man --out-dir DIR` and `check --write-baseline B` wrote through a link at
+/// the file they write. They replace the file atomically (temp file + rename), which
+/// replaces the link itself and leaves what it pointed to as it was, and say so.
+#[test]
+fn man_pages_and_baselines_replace_a_link_instead_of_writing_through_it() {
+    let r = Root::new();
+    let f = r.session();
+    let victim = r.root().join("victim");
+    std::fs::write(&victim, "not a man page\n").unwrap();
+    let man = r.root().join("man");
+    std::fs::create_dir_all(&man).unwrap();
+    std::os::unix::fs::symlink(&victim, man.join("cchist.1")).unwrap();
+    let o = run(r.cc().args(["man", "--out-dir", s(&man)]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "not a man page\n"
+    );
+    let page = man.join("cchist.1");
+    assert!(std::fs::symlink_metadata(&page).unwrap().is_file());
+    assert!(std::fs::read_to_string(&page).unwrap().contains(".TH"));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    // the baseline
+    let b = r.root().join("base.json");
+    std::os::unix::fs::symlink(&victim, &b).unwrap();
+    let o = run(r.cc().args(["check", "--write-baseline", s(&b), s(&f)]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "not a man page\n"
+    );
+    assert!(std::fs::symlink_metadata(&b).unwrap().is_file());
+    assert!(std::fs::read_to_string(&b).unwrap().contains("\"known\""));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+}
