@@ -512,6 +512,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn folders_below_a_root_are_made_without_following_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("out/new");
+        let away = d.path().join("away");
+        std::fs::create_dir_all(&away).unwrap();
+        // a root that does not exist yet is made; the folders below are owner-only
+        create_dirs_below(&root, Path::new("p/q/f.jsonl")).unwrap();
+        let m = std::fs::metadata(root.join("p/q")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o700);
+        assert!(refuse_links_below(&root, Path::new("p/q/f.jsonl")).is_ok());
+        // a link on the way, or at the destination, is refused and nothing lands behind it
+        std::os::unix::fs::symlink(&away, root.join("l")).unwrap();
+        assert!(create_dirs_below(&root, Path::new("l/x/f.jsonl")).is_err());
+        assert!(refuse_links_below(&root, Path::new("l/f.jsonl")).is_err());
+        std::os::unix::fs::symlink(away.join("v"), root.join("p/f.jsonl")).unwrap();
+        assert!(refuse_links_below(&root, Path::new("p/f.jsonl")).is_err());
+        assert_eq!(std::fs::read_dir(&away).unwrap().count(), 0);
+        // a file where a folder is needed, and a `..`
+        std::fs::write(root.join("file"), "x").unwrap();
+        assert!(create_dirs_below(&root, Path::new("file/f.jsonl")).is_err());
+        assert!(create_dirs_below(&root, Path::new("../f.jsonl")).is_err());
+        // a root that is a link is the caller's choice
+        let via = d.path().join("via");
+        std::os::unix::fs::symlink(&away, &via).unwrap();
+        assert!(create_dirs_below(&via, Path::new("p/f.jsonl")).is_ok());
+    }
+
+    #[test]
     fn rename_new_never_replaces_what_is_there() {
         let d = tempfile::tempdir().unwrap();
         let (a, b, c) = (d.path().join("a"), d.path().join("b"), d.path().join("c"));
