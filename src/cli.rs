@@ -300,8 +300,14 @@ fn man(sub: Option<&str>, out_dir: Option<&std::path::Path>) -> anyhow::Result<E
                 None => dir.join("cchist.1"),
                 Some(n) => dir.join(format!("cchist-{n}.1")),
             };
-            std::fs::write(&file, page(n.as_deref())?)
-                .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+            // Replaced atomically: a link there is replaced, never written through.
+            let attrs = cchist::io::replace::Attrs::mode(0o644);
+            if cchist::io::replace::write_file_over_link(&file, &page(n.as_deref())?, &attrs)? {
+                eprintln!(
+                    "cchist: note: {} was a symbolic link; it was replaced by the page (what it pointed to is left as it was)",
+                    cchist::findings::report::printable_text(&file.display().to_string())
+                );
+            }
         }
         eprintln!(
             "cchist: wrote {} man pages to {} (`man -l {}/cchist.1`; or put them in a man1 folder on MANPATH)",

@@ -153,11 +153,19 @@ impl Fence {
     pub fn members(&self, transcript: &Path) -> (Vec<Member>, Vec<String>) {
         let (mut ok, mut refused) = (Vec::new(), Vec::new());
         let session = SessionFile::from_path(transcript);
-        if let Some(dir) = session.linked_companion() {
-            refused.push(format!(
-                "{}: the session's companion folder is a symbolic link, so its files are outside the session folder; hooks do not follow it",
-                dir.display()
-            ));
+        let folder = session.linked_companion().is_some();
+        for link in session.linked_members() {
+            refused.push(if folder {
+                format!(
+                    "{}: the session's companion folder is a symbolic link, so its files are outside the session folder; hooks do not follow it",
+                    link.display()
+                )
+            } else {
+                format!(
+                    "{}: a file of the session that is a symbolic link; hooks do not follow it, so what it points to was neither scanned nor redacted",
+                    link.display()
+                )
+            });
         }
         for m in session.members() {
             match self.file(&m.path, None) {
@@ -245,14 +253,15 @@ mod tests {
         // SAFETY: mkfifo on a path we own, in a temp dir.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         assert!(matches!(fence.transcript(&fifo), Err(Refusal::Outside(_))));
-        // companions: a linked sub-agent file is left out, a regular one kept
+        // companions: a linked sub-agent file is left out and refused, a regular one kept
         let sub = proj.join("s/subagents");
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(sub.join("agent-a.jsonl"), "{}\n").unwrap();
         std::os::unix::fs::symlink(&outside, sub.join("agent-b.jsonl")).unwrap();
         let (ok, refused) = fence.members(&good);
         assert_eq!(ok.len(), 2, "{ok:?}");
-        assert!(refused.is_empty(), "{refused:?}");
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("agent-b.jsonl"), "{refused:?}");
         // a companion folder that is a link to elsewhere: its files are refused
         let away = d.path().join("away/subagents");
         std::fs::create_dir_all(&away).unwrap();

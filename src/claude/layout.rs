@@ -269,6 +269,22 @@ impl SessionFile {
             .then_some(dir)
     }
 
+    /// The links that stand for files of this session and are not followed: the companion
+    /// folder itself when it is one ([`SessionFile::linked_companion`]), else every link
+    /// under it (a linked `tool-results/*.txt`, `subagents/*.jsonl` or sub-folder), sorted.
+    /// [`SessionFile::members`] leaves them out; a caller that reads or writes the session
+    /// lists them as skipped ([`crate::claude::walk::expand_sessions`], the hooks' fence), so a
+    /// scan that did not look at them never passes as complete.
+    pub fn linked_members(&self) -> Vec<PathBuf> {
+        if let Some(dir) = self.linked_companion() {
+            return vec![dir];
+        }
+        let (mut files, mut links) = (Vec::new(), Vec::new());
+        collect_companions(&self.companion_dir(), &mut files, &mut links);
+        links.sort();
+        links
+    }
+
     /// Every file that makes up this session, main transcript first, then the companion
     /// folder's files and the backups, each sorted by path. This is the one answer to "which
     /// files are this session" for every command that reads, transforms, copies, forks,
@@ -298,7 +314,7 @@ impl SessionFile {
         );
         let mut companions = Vec::new();
         if self.linked_companion().is_none() {
-            collect_companions(&self.companion_dir(), &mut companions);
+            collect_companions(&self.companion_dir(), &mut companions, &mut Vec::new());
         }
         companions.sort();
         for c in companions {
@@ -313,8 +329,9 @@ impl SessionFile {
 }
 
 /// The regular files under a companion folder, classified; backups are listed by their
-/// transcript, and cchist's temp files are not members.
-fn collect_companions(dir: &Path, out: &mut Vec<Member>) {
+/// transcript, and cchist's temp files are not members. Links (to files or folders) are not
+/// followed: they go to `links`.
+fn collect_companions(dir: &Path, out: &mut Vec<Member>, links: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -322,8 +339,14 @@ fn collect_companions(dir: &Path, out: &mut Vec<Member>) {
         let Ok(ft) = e.file_type() else { continue };
         let path = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
+        if ft.is_symlink() {
+            if !is_temp_name(&name) {
+                links.push(path);
+            }
+            continue;
+        }
         if ft.is_dir() {
-            collect_companions(&path, out);
+            collect_companions(&path, out, links);
             continue;
         }
         if !ft.is_file() || name.contains(BACKUP_MARK) || is_temp_name(&name) {

@@ -255,12 +255,15 @@ pub fn expand_sessions(inputs: Vec<Input>, skipped: &mut Vec<(PathBuf, String)>)
         let is_main = *treatment == Treatment::Records && session == path;
         let s = SessionFile::from_path(path);
         let members = if is_main {
-            if let Some(dir) = s.linked_companion() {
-                if !skipped.iter().any(|(p, _)| *p == dir) {
-                    skipped.push((
-                        dir,
-                        "the session's companion folder is a symbolic link (not followed; what it points to is left as it is)".into(),
-                    ));
+            let folder = s.linked_companion().is_some();
+            for link in s.linked_members() {
+                if !skipped.iter().any(|(p, _)| *p == link) {
+                    let why = if folder {
+                        "the session's companion folder is a symbolic link (not followed; what it points to is left as it is)"
+                    } else {
+                        "a file of the session that is a symbolic link (not followed; what it points to is left as it is)"
+                    };
+                    skipped.push((link, why.into()));
                 }
             }
             s.members()

@@ -559,6 +559,16 @@ mod baseline {
         let doc = serde_json::json!({"version": 1, "known": known});
         let mut text = serde_json::to_string_pretty(&doc)?;
         text.push('\n');
-        std::fs::write(path, text).with_context(|| format!("writing baseline {}", path.display()))
+        // Replaced atomically: a link there is replaced, never written through.
+        let attrs = cchist::io::replace::Attrs::mode(0o644);
+        if cchist::io::replace::write_file_over_link(path, text.as_bytes(), &attrs)
+            .with_context(|| format!("writing baseline {}", path.display()))?
+        {
+            super::super::print::say!(
+                "cchist: note: {} was a symbolic link; it was replaced by the baseline (what it pointed to is left as it was)",
+                path.display()
+            );
+        }
+        Ok(())
     }
 }

@@ -263,7 +263,26 @@ pub fn execute(mut pipeline: Pipeline, io: &IoArgs) -> anyhow::Result<ExitStatus
     outcomes.extend(refused);
     let status = report(&outcomes, &mode, io.json(), &[])?;
     note_backups_keep_secrets(&outcomes, &mode, io.json());
+    let status = incomplete(&walk.skipped, &mode, status);
     interrupted(&outcomes, left, &mode, started).map_or(Ok(status), Ok)
+}
+
+/// An in-place run that passed over files (links are never followed, a folder could not be
+/// read) left whatever they hold as it was: it did not do its job over what it was given, so
+/// it says so and exits 2, as `check` does over the same tree.
+fn incomplete(
+    skipped: &[(std::path::PathBuf, String)],
+    mode: &Mode,
+    status: ExitStatus,
+) -> ExitStatus {
+    if skipped.is_empty() || !matches!(mode, Mode::InPlace { .. }) {
+        return status;
+    }
+    say!(
+        "cchist: error: {} not processed (listed above as skipped), so what they hold is left as it was; the run is incomplete — pass the real files to process them",
+        super::print::count(skipped.len(), "input", "inputs")
+    );
+    ExitStatus::Error
 }
 
 /// After a run Ctrl-C stopped (`left` inputs not started): say how far it got; exit 2.
@@ -477,6 +496,15 @@ fn out_dir_existing(
         let Input::File { rel, .. } = inp else {
             return true;
         };
+        // A link on the way (or at the destination) is never written through: that file
+        // fails, whatever else is there.
+        if let Err(e) = cchist::io::replace::refuse_links_below(dir, rel) {
+            refused.push(runner::Outcome {
+                input: inp.clone(),
+                result: Err(e),
+            });
+            return false;
+        }
         let dest = dir.join(rel);
         if std::fs::symlink_metadata(&dest).is_err() {
             return true;
@@ -635,6 +663,7 @@ fn all(
     outcomes.extend(refused);
     let status = report(&outcomes, &mode, io.json(), &skipped)?;
     note_backups_keep_secrets(&outcomes, &mode, io.json());
+    let status = incomplete(&walk.skipped, &mode, status);
     if let Some(s) = interrupted(&outcomes, left, &mode, started) {
         return Ok(s);
     }

@@ -435,7 +435,7 @@ fn run_one_content(
         }
         Mode::OutDir { dir, backup } => {
             let dest = dir.join(rel);
-            create_private_parent(&dest)?;
+            replace::create_dirs_below(dir, rel)?;
             let f = input::open(path)?;
             let dest_origin = Origin::file(&dest);
             let mut out = BufWriter::with_capacity(
@@ -452,6 +452,8 @@ fn run_one_content(
             let tmp = out
                 .into_inner()
                 .map_err(|e| Error::io(&dest_origin, "write", e.into_error()))?;
+            // Looked at again right before the rename: no link was put on the way since.
+            replace::refuse_links_below(dir, rel)?;
             put_copy(&dest, tmp, &f.meta, backup.as_deref())?;
             Ok(r)
         }
@@ -485,19 +487,6 @@ fn put_copy(
         appended: replace::Appended::Ignore,
     };
     replace::commit(dest, &was, tmp, how).map(drop)
-}
-
-/// Create the folders above an `--out-dir` destination, owner-only whatever the umask: they
-/// hold transcripts.
-fn create_private_parent(dest: &Path) -> Result<()> {
-    match dest.parent() {
-        Some(parent) => std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)
-            .map_err(|e| Error::io(&Origin::file(parent), "create directory", e)),
-        None => Ok(()),
-    }
 }
 
 /// A plain-text companion file (`tool-results/*.txt`): only the stages' text transformation
@@ -535,12 +524,13 @@ fn run_whole_file(
             .map_err(|e| Error::io(&Origin::stdin(), "write", e))?,
         Mode::OutDir { dir, backup } => {
             let dest = dir.join(rel);
-            create_private_parent(&dest)?;
+            replace::create_dirs_below(dir, rel)?;
             // A copy: the original's owner when permitted, else whoever runs cchist.
             let o = Origin::file(&dest);
             let mut tmp = replace::temp(&dest).map_err(|e| Error::io(&o, "create", e))?;
             tmp.write_all(bytes)
                 .map_err(|e| Error::io(&o, "write", e))?;
+            replace::refuse_links_below(dir, rel)?;
             put_copy(&dest, tmp, &f.meta, backup.as_deref())?;
         }
         Mode::InPlace { backup, touch, .. } => {

@@ -213,6 +213,15 @@ pub fn write_file(path: &Path, bytes: &[u8], attrs: &Attrs) -> Result<()> {
     finish_file(path, tmp, attrs)
 }
 
+/// [`write_file`] for a file cchist makes at a path the user names (a man page, a baseline):
+/// the rename replaces the name, so a symbolic link there is replaced by the file and what it
+/// pointed to is left as it was. `Ok(true)` when a link was replaced, for the caller to say so.
+pub fn write_file_over_link(path: &Path, bytes: &[u8], attrs: &Attrs) -> Result<bool> {
+    let was_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    write_file(path, bytes, attrs)?;
+    Ok(was_link)
+}
+
 /// [`write_file`] for content already written to `tmp` ([`temp`]): give it `attrs`, fsync,
 /// rename over `path`.
 pub fn finish_file(path: &Path, tmp: AtomicFile, attrs: &Attrs) -> Result<()> {
@@ -334,6 +343,97 @@ fn keep_owner(tmp: &std::fs::File, was: &std::fs::Metadata, path: &Path) -> Resu
     })
 }
 
+/// Create the folders above `root/rel` (an `--out-dir` destination), owner-only whatever the
+/// umask, without following a link: every path below `root` is looked at (not followed) right
+/// before it is entered or created, and one that is a link or not a folder is refused
+/// ([`refuse_links_below`]). `root` itself is the caller's choice and may be a link.
+pub fn create_dirs_below(root: &Path, rel: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parts = parts_below(root, rel)?;
+    if !root.as_os_str().is_empty() && std::fs::metadata(root).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(root)
+            .map_err(|e| Error::io(&Origin::file(root), "create directory", e))?;
+    }
+    let mut cur = root.to_path_buf();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        cur.push(part);
+        match std::fs::symlink_metadata(&cur) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match std::fs::DirBuilder::new().mode(0o700).create(&cur) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(Error::io(&Origin::file(&cur), "create directory", e)),
+                }
+            }
+            Err(e) => return Err(Error::io(&Origin::file(&cur), "stat", e)),
+        }
+        not_a_link(root, rel, &cur, true)?;
+    }
+    Ok(())
+}
+
+/// Refuse `root/rel` when a path below `root` on the way to it is a symbolic link or not a
+/// folder, or when it is itself a link: a write there would land wherever the link points,
+/// outside `root`. Paths that do not exist yet pass.
+pub fn refuse_links_below(root: &Path, rel: &Path) -> Result<()> {
+    let parts = parts_below(root, rel)?;
+    let mut cur = root.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        cur.push(part);
+        if std::fs::symlink_metadata(&cur).is_err() {
+            return Ok(());
+        }
+        not_a_link(root, rel, &cur, i + 1 < parts.len())?;
+    }
+    Ok(())
+}
+
+/// The plain names of `rel`; a `..` or an absolute part is refused.
+fn parts_below<'a>(root: &Path, rel: &'a Path) -> Result<Vec<&'a std::ffi::OsStr>> {
+    use std::path::Component;
+    let mut out = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir => {}
+            _ => {
+                return Err(Error::Other(format!(
+                    "{}: leads out of {}; nothing was written there",
+                    root.join(rel).display(),
+                    root.display()
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn not_a_link(root: &Path, rel: &Path, at: &Path, folder: bool) -> Result<()> {
+    let dest = root.join(rel);
+    let meta =
+        std::fs::symlink_metadata(at).map_err(|e| Error::io(&Origin::file(at), "stat", e))?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::Other(format!(
+            "{}: not written: {} is a symbolic link inside {}, and cchist never writes through a link there (it may point anywhere) — remove the link, or choose another folder",
+            dest.display(),
+            at.display(),
+            root.display()
+        )));
+    }
+    if folder && !meta.is_dir() {
+        return Err(Error::Other(format!(
+            "{}: not written: {} is not a folder — move it away, or choose another folder",
+            dest.display(),
+            at.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuse to replace what an in-place write must not: a link (the rename would replace the
 /// link, not what it points to), anything but a regular file, and a file with other hard
 /// links unless `break_links` (the other names would keep the old content).
@@ -410,6 +510,35 @@ fn carry_over(old: &std::fs::File, len: u64, path: &Path) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folders_below_a_root_are_made_without_following_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("out/new");
+        let away = d.path().join("away");
+        std::fs::create_dir_all(&away).unwrap();
+        // a root that does not exist yet is made; the folders below are owner-only
+        create_dirs_below(&root, Path::new("p/q/f.jsonl")).unwrap();
+        let m = std::fs::metadata(root.join("p/q")).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o700);
+        assert!(refuse_links_below(&root, Path::new("p/q/f.jsonl")).is_ok());
+        // a link on the way, or at the destination, is refused and nothing lands behind it
+        std::os::unix::fs::symlink(&away, root.join("l")).unwrap();
+        assert!(create_dirs_below(&root, Path::new("l/x/f.jsonl")).is_err());
+        assert!(refuse_links_below(&root, Path::new("l/f.jsonl")).is_err());
+        std::os::unix::fs::symlink(away.join("v"), root.join("p/f.jsonl")).unwrap();
+        assert!(refuse_links_below(&root, Path::new("p/f.jsonl")).is_err());
+        assert_eq!(std::fs::read_dir(&away).unwrap().count(), 0);
+        // a file where a folder is needed, and a `..`
+        std::fs::write(root.join("file"), "x").unwrap();
+        assert!(create_dirs_below(&root, Path::new("file/f.jsonl")).is_err());
+        assert!(create_dirs_below(&root, Path::new("../f.jsonl")).is_err());
+        // a root that is a link is the caller's choice
+        let via = d.path().join("via");
+        std::os::unix::fs::symlink(&away, &via).unwrap();
+        assert!(create_dirs_below(&via, Path::new("p/f.jsonl")).is_ok());
+    }
 
     #[test]
     fn rename_new_never_replaces_what_is_there() {

@@ -401,7 +401,8 @@ fn the_fence_keeps_hooks_on_session_files() {
     let out = r.hook(&[], &event("PreCompact", Path::new("/dev/zero"), "x"));
     assert!(out.status.success() && out.stdout.is_empty());
     assert_eq!(r.log().last().unwrap()["outcome"], "refused");
-    // a companion tool-results file that is a link is not replaced
+    // a companion tool-results file that is a link is not replaced, and is refused (exit 1,
+    // logged): what it points to was neither scanned nor redacted
     let f = r.session("s1", 1);
     let tr = r.proj.join("s1/tool-results");
     std::fs::create_dir_all(&tr).unwrap();
@@ -409,7 +410,8 @@ fn the_fence_keeps_hooks_on_session_files() {
     std::fs::write(&target, &body).unwrap();
     std::os::unix::fs::symlink(&target, tr.join("t.txt")).unwrap();
     let out = r.hook(&[], &event("SessionEnd", &f, "s1"));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(r.log().last().unwrap()["outcome"], "refused");
     assert!(
         !std::fs::read_to_string(&f).unwrap().contains(&secret()),
         "the transcript is scrubbed"

@@ -21,6 +21,7 @@ mod hook;
 mod identity;
 mod import;
 mod known_secrets;
+mod links;
 mod newcomer;
 mod redact;
 mod redact_encodings;
