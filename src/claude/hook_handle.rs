@@ -552,9 +552,14 @@ fn queued_document(
         .into_iter()
         .filter(|s| s.secrets() == stages::Secrets::Replaces)
         .collect();
-    list.push(
-        (stages::redact::DEF.build)(toml::Table::new()).map_err(|e| Error::Other(e.to_string()))?,
-    );
+    // The default rules apply below (shown_text); a redact stage of its own finds the
+    // session's secrets when the pipeline has none (one scan of the session, not two).
+    if list.is_empty() {
+        list.push(
+            (stages::redact::DEF.build)(toml::Table::new())
+                .map_err(|e| Error::Other(e.to_string()))?,
+        );
+    }
     let p = Pipeline::new(list, OnInvalid::Keep, "queued document".into());
     let (files, _) = fence.members(transcript);
     let paths: Vec<(&Path, crate::io::input::Treatment)> = files

@@ -1319,4 +1319,21 @@ fn a_queued_history_manager_document_is_stored_redacted_and_check_all_scans_hook
     assert!(text.contains("MANAGER-SUMMARY"), "the edit landed");
     assert!(!text.contains(&secret()) && !text.contains(&token));
     assert!(!queue.exists());
+    // A hook pipeline without a redact stage: the queue is kept redacted all the same.
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let m = manager(&r, "manager.sh", &format!("printf '%s' '{doc}'"));
+    let p = r.pipeline(
+        "bare.toml",
+        &format!("version = 1\n[hook]\naction = \"command\"\ncommand = {m:?}\nat_turns = [4]\napply = \"session-end\"\n"),
+    );
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let queued =
+        std::fs::read_to_string(r.config().join("cchist/hook-state/s1.queue.json")).unwrap();
+    assert!(queued.contains("MANAGER-SUMMARY"), "{queued}");
+    assert!(
+        !queued.contains(&secret()) && !queued.contains(&token),
+        "{queued}"
+    );
 }
