@@ -358,7 +358,7 @@ fn stop(inp: &HookInput, spec: &str, fence: &Fence, auto_fit: &AutoFit<'_>) -> R
         ));
     }
     if policy.action == StopAction::Command {
-        let done = history_manager(inp, file, &policy, turn, &path, &root, &held)?;
+        let done = history_manager(inp, file, &policy, turn, &path, &root, &held, fence)?;
         fired.record(turn)?;
         return Ok(done);
     }
@@ -441,6 +441,7 @@ fn fork(file: PipelineFile, path: &Path, opts: toml::Table) -> Result<String> {
 /// `action = "command"`: run the user's history manager on the complete turn and apply what
 /// it answers to a fork (or queue it for SessionEnd); any failure changes nothing and is told
 /// to the user, without quoting the command's output.
+#[allow(clippy::too_many_arguments)]
 fn history_manager(
     inp: &HookInput,
     file: PipelineFile,
@@ -449,6 +450,7 @@ fn history_manager(
     path: &Path,
     root: &Path,
     held: &str,
+    fence: &Fence,
 ) -> Result<Outcome> {
     let argv = &policy
         .command
@@ -517,7 +519,10 @@ fn history_manager(
             Err(e) => Ok(failed(format!("{e}"))),
         },
         ApplyAt::SessionEnd => {
-            let n = hook_log::queue_push(root, &inp.session_id, &answer.text)?;
+            // The document waits on disk until the session ends: kept redacted, as the
+            // apply would redact what it inserts (and `check --all` scans it).
+            let doc = queued_document(file, &answer.text, path, fence)?;
+            let n = hook_log::queue_push(root, &inp.session_id, &doc)?;
             Ok(Outcome::new(OutcomeKind::Fired,
                 format!("turn {turn}: history manager: queued for SessionEnd ({n} queued; {held})"),
             )
@@ -527,6 +532,67 @@ fn history_manager(
             )))
         }
     }
+}
+
+/// A history manager's document as the queue keeps it: every string in it redacted by the
+/// hook pipeline's secret stages and the default rules, knowing the secrets the session's
+/// files show (a value the manager restates bare is caught too), then as shown text. The
+/// document stays valid JSON: strings are redacted one by one, keys and structure kept.
+fn queued_document(
+    file: PipelineFile,
+    text: &str,
+    transcript: &Path,
+    fence: &Fence,
+) -> Result<String> {
+    let mut doc: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Error::Other(format!("the history manager's document is not JSON: {e}")))?;
+    let mut list: Vec<Box<dyn stages::Stage>> = file
+        .pipeline
+        .stages
+        .into_iter()
+        .filter(|s| s.secrets() == stages::Secrets::Replaces)
+        .collect();
+    // The default rules apply below (shown_text); a redact stage of its own finds the
+    // session's secrets when the pipeline has none (one scan of the session, not two).
+    if list.is_empty() {
+        list.push(
+            (stages::redact::DEF.build)(toml::Table::new())
+                .map_err(|e| Error::Other(e.to_string()))?,
+        );
+    }
+    let p = Pipeline::new(list, OnInvalid::Keep, "queued document".into());
+    let (files, _) = fence.members(transcript);
+    let paths: Vec<(&Path, crate::io::input::Treatment)> = files
+        .iter()
+        .map(|m| (m.path.as_path(), m.part.treatment()))
+        .collect();
+    let seed = runner::known_of_files(&p, &paths);
+    let origin = Origin::file(transcript);
+    fn walk(
+        v: &mut serde_json::Value,
+        f: &mut dyn FnMut(&str) -> Result<Option<String>>,
+    ) -> Result<()> {
+        match v {
+            serde_json::Value::String(s) => {
+                if let Some(new) = f(s)? {
+                    *s = new;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().try_for_each(|x| walk(x, f))?,
+            serde_json::Value::Object(o) => o.values_mut().try_for_each(|x| walk(x, f))?,
+            _ => {}
+        }
+        Ok(())
+    }
+    walk(&mut doc, &mut |s| {
+        let ruled = match p.run_text_known(s.as_bytes(), &origin, &seed)? {
+            (Some(t), _) => String::from_utf8_lossy(&t).into_owned(),
+            (None, _) => s.to_string(),
+        };
+        let shown = crate::stages::redact::shown_text(&ruled).into_owned();
+        Ok((shown != s).then_some(shown))
+    })?;
+    Ok(doc.to_string())
 }
 
 /// The pipeline a history manager's edit goes through: the edit, the hook pipeline's stages

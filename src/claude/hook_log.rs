@@ -49,6 +49,23 @@ pub fn log_files(config_root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The files the hooks keep that `check --all` scans: the log files, then what
+/// `hook-state/` holds (turn-count state, queued history-manager documents), regular files
+/// only, in name order.
+pub fn kept_files(config_root: &Path) -> Vec<PathBuf> {
+    let mut state: Vec<PathBuf> = std::fs::read_dir(state_dir(config_root).join("hook-state"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .collect();
+    state.sort();
+    let mut out = log_files(config_root);
+    out.extend(state);
+    out
+}
+
 /// One hook run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LogLine {

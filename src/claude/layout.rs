@@ -410,8 +410,22 @@ pub fn sessions_in(project_dir: &Path) -> Result<Vec<SessionFile>> {
 /// Find a session by id or unique id prefix.
 pub fn find_by_id(projects: &Path, id: &str) -> Result<SessionFile> {
     let all = list_sessions(projects)?;
-    if let Some(exact) = all.iter().find(|s| s.id == id) {
-        return Ok(exact.clone());
+    let exact: Vec<&SessionFile> = all.iter().filter(|s| s.id == id).collect();
+    match exact.as_slice() {
+        [one] => return Ok((*one).clone()),
+        [] => {}
+        // A session copied into a second project (a moved checkout, a restored backup) has
+        // its id twice: picking one would leave the other as it was, unsaid.
+        many => {
+            return Err(Error::Other(format!(
+                "session `{id}` is ambiguous: {} projects hold it ({}); name the file instead (`cchist ls` lists them)",
+                many.len(),
+                many.iter()
+                    .map(|s| s.path.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
     }
     let matches: Vec<_> = all.into_iter().filter(|s| s.id.starts_with(id)).collect();
     match matches.len() {
@@ -644,5 +658,12 @@ mod tests {
             .to_string()
             .contains("ambiguous"));
         assert!(find_by_id(&root, "zz").is_err());
+        // The same full id in a second project: refused as a prefix matching both would be.
+        let q = d.path().join("projects/-home-you");
+        std::fs::create_dir_all(&q).unwrap();
+        std::fs::write(q.join("aaaa1111.jsonl"), "{}\n").unwrap();
+        let e = find_by_id(&root, "aaaa1111").unwrap_err().to_string();
+        assert!(e.contains("ambiguous") && e.contains("-home-you"), "{e}");
+        assert_eq!(find_by_id(&root, "aaab").unwrap().id, "aaab2222");
     }
 }

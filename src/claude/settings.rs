@@ -1,8 +1,9 @@
 //! cchist's entries in Claude Code's `settings.json`: install, uninstall, list.
 //!
-//! An entry is recognised by its parsed argv (`<binary> hook [--pipeline P]`, shell quoting
-//! undone, whatever the binary is named), so a binary path with a space, or a copy named
-//! otherwise, is found again. The file is written atomically through a link
+//! An entry is cchist's when its parsed argv (shell quoting undone) runs `hook` (or
+//! `statusline`) with a program that is this binary — the same path, or one resolving to the
+//! same file — or is named `cchist` ([`Programs`]), so a binary path with a space, or a link
+//! named otherwise, is found again, and another tool's `othertool hook` is never touched. The file is written atomically through a link
 //! (dotfiles setups keep `settings.json` as a symlink), with a backup of the previous version.
 
 use std::path::{Path, PathBuf};
@@ -35,43 +36,97 @@ pub fn command_line(argv: &[String]) -> Result<String> {
         .map_err(|e| Error::Other(format!("cannot quote the hook command {argv:?}: {e}")))
 }
 
-/// The argv of a hook entry's command, when it is one cchist wrote. Recognised by its
-/// arguments, not by the binary's name: `hook install` writes `<binary> hook` or `<binary>
-/// hook --pipeline <spec>`, and the binary may be a copy or a link named otherwise (`cc`), which
-/// must still be found again (a reinstall replaces it, `status` lists it, `uninstall` removes
-/// it). A binary named `cchist` with `hook` and any other arguments is ours too (an entry
-/// edited by hand). Anything else — another tool's `x hook --verbose` included — is not.
-pub fn our_argv(entry: &Value) -> Option<Vec<String>> {
-    let cmd = entry.get("command").and_then(Value::as_str)?;
-    let argv = shlex::split(cmd)?;
-    if argv.len() < 2 || argv[1] != "hook" {
-        return None;
-    }
-    let named = Path::new(&argv[0])
-        .file_name()
-        .is_some_and(|n| n == "cchist");
-    let written = match &argv[2..] {
-        [] => true,
-        [flag, _] => flag == "--pipeline",
-        _ => false,
-    };
-    (named || written).then_some(argv)
+/// The programs that are this cchist: an entry of settings.json is cchist's only when its
+/// program is one of them (the same path, or a path that resolves to the same file) or its
+/// file name is `cchist`. `<binary> hook` and `<binary> statusline` are shapes another tool may
+/// use too; its entries are never taken for cchist's (replaced, listed or removed).
+#[derive(Debug, Clone, Default)]
+pub struct Programs {
+    /// Each path given, and what it resolves to.
+    paths: Vec<PathBuf>,
 }
 
-fn is_ours(entry: &Value) -> bool {
-    our_argv(entry).is_some()
+impl Programs {
+    /// The programs `exes` name (the binary an entry runs, this process's executable …).
+    pub fn of(exes: impl IntoIterator<Item = PathBuf>) -> Programs {
+        let mut ours = Programs::default();
+        ours.add(exes);
+        ours
+    }
+
+    /// Add `exes` (and what they resolve to).
+    pub fn add(&mut self, exes: impl IntoIterator<Item = PathBuf>) {
+        for p in exes {
+            if let Ok(real) = std::fs::canonicalize(&p) {
+                self.paths.push(real);
+            }
+            self.paths.push(p);
+        }
+        self.paths.sort();
+        self.paths.dedup();
+    }
+
+    /// True when `program` (an entry's argv\[0\]) is cchist.
+    pub fn owns(&self, program: &str) -> bool {
+        let p = Path::new(program);
+        if p.file_name().is_some_and(|n| n == "cchist") {
+            return true;
+        }
+        if self.paths.iter().any(|q| q == p) {
+            return true;
+        }
+        // A bare name runs what the shell finds on PATH; a path, what it resolves to.
+        let found = if p.components().count() == 1 && !p.is_absolute() {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(p))
+                    .find(|c| c.is_file())
+            })
+        } else if p.is_absolute() {
+            Some(p.to_path_buf())
+        } else {
+            None
+        };
+        found
+            .and_then(|f| std::fs::canonicalize(f).ok())
+            .is_some_and(|real| self.paths.contains(&real))
+    }
+
+    /// True when `entry` (a settings object with a `command`) runs one of these programs with
+    /// `word` as its first argument and, when `exact`, no other.
+    fn runs(&self, entry: &Value, word: &str, exact: bool) -> Option<Vec<String>> {
+        let cmd = entry.get("command").and_then(Value::as_str)?;
+        let argv = shlex::split(cmd)?;
+        (argv.len() >= 2 && argv[1] == word && (!exact || argv.len() == 2) && self.owns(&argv[0]))
+            .then_some(argv)
+    }
+}
+
+/// The argv of a hook entry's command, when it is cchist's: `<program> hook …` where the
+/// program is cchist by [`Programs::owns`] (`hook install` writes `<binary> hook` or
+/// `<binary> hook --pipeline <spec>`; a link or copy named otherwise, such as `cc`, is found
+/// again by the file it resolves to). Another tool's `x hook` is not.
+pub fn our_argv(entry: &Value, ours: &Programs) -> Option<Vec<String>> {
+    ours.runs(entry, "hook", false)
+}
+
+/// True for a `statusLine` value that is cchist's: `<program> statusline`, the program cchist
+/// by [`Programs::owns`].
+pub fn is_our_statusline(v: &Value, ours: &Programs) -> bool {
+    ours.runs(v, "statusline", true).is_some()
 }
 
 /// Merge hook entries running `argv` for `events` into the settings JSON `doc`, replacing an
-/// older cchist entry of the same event; returns true when something changed. Other settings
-/// and other hooks are kept.
+/// older cchist entry of the same event (one whose program `ours` owns; `argv[0]` is added to
+/// them); returns true when something changed. Other settings and other tools' hooks are kept.
 pub fn install_into(
     doc: &mut Value,
     events: &[String],
     argv: &[String],
     timeout_s: u64,
+    ours: &Programs,
 ) -> Result<bool> {
-    install_matched(doc, events, argv, timeout_s, None)
+    install_matched(doc, events, argv, timeout_s, None, ours)
 }
 
 /// [`install_into`] with a `matcher` on the entries' group (`"auto"` for PreCompact, `"startup"`
@@ -83,8 +138,12 @@ pub fn install_matched(
     argv: &[String],
     timeout_s: u64,
     matcher: Option<&str>,
+    ours: &Programs,
 ) -> Result<bool> {
     let command = command_line(argv)?;
+    let mut programs = ours.clone();
+    programs.add(argv.first().map(PathBuf::from));
+    let programs = &programs;
     let Some(obj) = doc.as_object_mut() else {
         return Err(Error::Other(
             "settings.json does not hold a JSON object".into(),
@@ -117,17 +176,17 @@ pub fn install_matched(
                     .flatten()
                     .map(move |h| (h, m))
             })
-            .filter(|(h, _)| is_ours(h))
+            .filter(|(h, _)| our_argv(h, programs).is_some())
             .collect();
         let same = |(h, m): (&Value, Option<&str>)| {
-            our_argv(h).as_deref() == Some(argv)
+            our_argv(h, programs).as_deref() == Some(argv)
                 && h.get("timeout").and_then(Value::as_u64) == Some(timeout_s)
                 && m == matcher
         };
         if ours.len() == 1 && same(ours[0]) {
             continue;
         }
-        remove_ours(groups);
+        remove_ours(groups, programs);
         let mut group =
             json!({ "hooks": [{"type": "command", "command": command, "timeout": timeout_s}] });
         if let Some(m) = matcher {
@@ -140,12 +199,12 @@ pub fn install_matched(
 }
 
 /// Remove cchist's entries from one event's groups (and groups left empty); true if any.
-fn remove_ours(groups: &mut Vec<Value>) -> bool {
+fn remove_ours(groups: &mut Vec<Value>, ours: &Programs) -> bool {
     let mut changed = false;
     for g in groups.iter_mut() {
         if let Some(hs) = g.get_mut("hooks").and_then(Value::as_array_mut) {
             let before = hs.len();
-            hs.retain(|h| !is_ours(h));
+            hs.retain(|h| our_argv(h, ours).is_none());
             changed |= hs.len() != before;
         }
     }
@@ -157,9 +216,9 @@ fn remove_ours(groups: &mut Vec<Value>) -> bool {
     changed
 }
 
-/// Remove the hook entries cchist wrote, of `events` only when given; events left without
-/// hooks are removed too. True when something changed.
-pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>) -> bool {
+/// Remove cchist's hook entries (those whose program `ours` owns), of `events` only when
+/// given; events left without hooks are removed too. True when something changed.
+pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>, ours: &Programs) -> bool {
     let Some(hooks) = doc.get_mut("hooks").and_then(Value::as_object_mut) else {
         return false;
     };
@@ -169,7 +228,7 @@ pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>) -> bool {
             continue;
         }
         if let Some(groups) = groups.as_array_mut() {
-            changed |= remove_ours(groups);
+            changed |= remove_ours(groups, ours);
         }
     }
     hooks.retain(|_, g| !g.as_array().is_some_and(Vec::is_empty));
@@ -183,8 +242,12 @@ pub fn uninstall_from(doc: &mut Value, events: Option<&[String]>) -> bool {
     changed
 }
 
-/// cchist's entries in `doc`: `(event, command, timeout, matcher)`.
-pub fn installed(doc: &Value) -> Vec<(String, String, Option<u64>, Option<String>)> {
+/// cchist's entries in `doc` (those whose program `ours` owns): `(event, command, timeout,
+/// matcher)`.
+pub fn installed(
+    doc: &Value,
+    ours: &Programs,
+) -> Vec<(String, String, Option<u64>, Option<String>)> {
     let mut out = Vec::new();
     let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else {
         return out;
@@ -201,7 +264,7 @@ pub fn installed(doc: &Value) -> Vec<(String, String, Option<u64>, Option<String
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter(|h| is_ours(h))
+                .filter(|h| our_argv(h, ours).is_some())
             {
                 let cmd = h.get("command").and_then(Value::as_str).unwrap_or_default();
                 out.push((
@@ -299,6 +362,11 @@ pub fn write_settings_with(path: &Path, doc: &Value, backup: bool) -> Result<Opt
 mod tests {
     use super::*;
 
+    /// No program but those named `cchist` (and, installing, the one written).
+    fn none() -> Programs {
+        Programs::default()
+    }
+
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()
     }
@@ -308,18 +376,18 @@ mod tests {
         let mut doc = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}});
         let ev = vec!["SessionEnd".to_string(), "Stop".to_string()];
         let cmd = argv(&["/bin/cchist", "hook"]);
-        assert!(install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        assert!(install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap());
         let once = doc.clone();
-        assert!(!install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        assert!(!install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap());
         assert_eq!(doc, once);
         assert_eq!(doc["model"], "opus");
         assert_eq!(doc["hooks"]["Stop"].as_array().unwrap().len(), 2);
         assert_eq!(doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 10);
         // a new pipeline replaces the old entry instead of adding a second one
         let cmd2 = argv(&["/bin/cchist", "hook", "--pipeline", "builtin:share"]);
-        assert!(install_into(&mut doc, &ev, &cmd2, 10).unwrap());
+        assert!(install_into(&mut doc, &ev, &cmd2, 10, &none()).unwrap());
         assert_eq!(doc["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);
-        assert!(uninstall_from(&mut doc, None));
+        assert!(uninstall_from(&mut doc, None, &none()));
         assert_eq!(
             doc,
             json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "other"}]}]}})
@@ -331,51 +399,89 @@ mod tests {
         let mut doc = json!({});
         let ev = vec!["SessionEnd".to_string()];
         let cmd = argv(&["/opt/my tools/cchist", "hook"]);
-        assert!(install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        assert!(install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap());
         let line = doc["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
             .as_str()
             .unwrap()
             .to_string();
         assert_eq!(shlex::split(&line).unwrap(), cmd);
         assert!(
-            !install_into(&mut doc, &ev, &cmd, 10).unwrap(),
+            !install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap(),
             "no duplicate"
         );
-        assert_eq!(installed(&doc).len(), 1);
-        assert!(uninstall_from(&mut doc, None));
+        assert_eq!(installed(&doc, &none()).len(), 1);
+        assert!(uninstall_from(&mut doc, None, &none()));
         // The `hooks` table cchist added goes with its entries.
         assert_eq!(doc, json!({}));
     }
 
     #[test]
-    fn a_binary_named_otherwise_is_recognised_by_its_arguments() {
+    fn a_binary_named_otherwise_is_recognised_by_its_path_and_another_tools_never() {
+        // `x hook` of any shape, `--pipeline` included, is another tool's: kept.
         let other = json!({"type": "command", "command": "/usr/bin/x hook --verbose"});
-        let mut doc = json!({"hooks": {"SessionEnd": [{"hooks": [other.clone()]}]}});
+        let other2 = json!({"type": "command", "command": "/usr/local/bin/othertool hook"});
+        let other3 = json!({"type": "command", "command": "othertool hook --pipeline p"});
+        let theirs = json!({"hooks": {"SessionEnd": [{"hooks": [other, other2, other3]}]}});
+        let mut doc = theirs.clone();
         let ev = vec!["SessionEnd".to_string()];
         let cmd = argv(&["/tmp/x/cc", "hook"]);
-        assert!(install_into(&mut doc, &ev, &cmd, 10).unwrap());
+        let cc = Programs::of([PathBuf::from("/tmp/x/cc")]);
+        assert!(install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap());
         assert!(
-            !install_into(&mut doc, &ev, &cmd, 10).unwrap(),
+            !install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap(),
             "no duplicate"
         );
         let cmd2 = argv(&["/tmp/x/cc", "hook", "--pipeline", "builtin:share"]);
-        assert!(install_into(&mut doc, &ev, &cmd2, 10).unwrap());
-        let listed: Vec<String> = installed(&doc).into_iter().map(|e| e.1).collect();
+        assert!(install_into(&mut doc, &ev, &cmd2, 10, &none()).unwrap());
+        let listed: Vec<String> = installed(&doc, &cc).into_iter().map(|e| e.1).collect();
         assert_eq!(
             listed,
             vec!["/tmp/x/cc hook --pipeline builtin:share".to_string()]
         );
-        assert!(uninstall_from(&mut doc, None));
-        assert_eq!(doc, json!({"hooks": {"SessionEnd": [{"hooks": [other]}]}}));
+        assert!(installed(&doc, &none()).is_empty(), "not this binary's");
+        assert!(!uninstall_from(&mut doc.clone(), None, &none()));
+        assert!(uninstall_from(&mut doc, None, &cc));
+        assert_eq!(doc, theirs);
+    }
+
+    #[test]
+    fn a_link_to_this_binary_is_ours_and_a_status_line_must_be_exactly_ours() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real-bin");
+        std::fs::write(&real, "").unwrap();
+        let link = d.path().join("cc");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let ours = Programs::of([real.clone()]);
+        assert!(ours.owns(&link.to_string_lossy()));
+        assert!(ours.owns("/anywhere/cchist"));
+        assert!(!ours.owns("/usr/bin/othertool"));
+        assert!(!ours.owns("othertool-that-is-on-no-path"));
+        let line = |c: &str| json!({"type": "command", "command": c});
+        assert!(is_our_statusline(
+            &line(&format!("{} statusline", link.display())),
+            &ours
+        ));
+        assert!(!is_our_statusline(
+            &line("/usr/bin/othertool statusline"),
+            &ours
+        ));
+        assert!(!is_our_statusline(
+            &line(&format!("{} statusline --x", real.display())),
+            &ours
+        ));
     }
 
     #[test]
     fn uninstall_of_one_event_keeps_the_others() {
         let mut doc = json!({});
         let ev = vec!["SessionEnd".to_string(), "PreCompact".to_string()];
-        install_into(&mut doc, &ev, &argv(&["/b/cchist", "hook"]), 10).unwrap();
-        assert!(uninstall_from(&mut doc, Some(&["PreCompact".to_string()])));
-        let left: Vec<String> = installed(&doc).into_iter().map(|e| e.0).collect();
+        install_into(&mut doc, &ev, &argv(&["/b/cchist", "hook"]), 10, &none()).unwrap();
+        assert!(uninstall_from(
+            &mut doc,
+            Some(&["PreCompact".to_string()]),
+            &none()
+        ));
+        let left: Vec<String> = installed(&doc, &none()).into_iter().map(|e| e.0).collect();
         assert_eq!(left, vec!["SessionEnd".to_string()]);
     }
 
@@ -384,17 +490,17 @@ mod tests {
         let mut doc = json!({});
         let ev = vec!["PreCompact".to_string()];
         let cmd = argv(&["/b/cchist", "hook"]);
-        assert!(install_matched(&mut doc, &ev, &cmd, 10, Some("auto")).unwrap());
+        assert!(install_matched(&mut doc, &ev, &cmd, 10, Some("auto"), &none()).unwrap());
         assert_eq!(doc["hooks"]["PreCompact"][0]["matcher"], "auto");
-        assert!(!install_matched(&mut doc, &ev, &cmd, 10, Some("auto")).unwrap());
-        assert!(install_matched(&mut doc, &ev, &cmd, 10, Some("manual")).unwrap());
+        assert!(!install_matched(&mut doc, &ev, &cmd, 10, Some("auto"), &none()).unwrap());
+        assert!(install_matched(&mut doc, &ev, &cmd, 10, Some("manual"), &none()).unwrap());
         assert_eq!(doc["hooks"]["PreCompact"].as_array().unwrap().len(), 1);
-        assert_eq!(installed(&doc)[0].3.as_deref(), Some("manual"));
+        assert_eq!(installed(&doc, &none())[0].3.as_deref(), Some("manual"));
         assert!(
-            install_into(&mut doc, &ev, &cmd, 10).unwrap(),
+            install_into(&mut doc, &ev, &cmd, 10, &none()).unwrap(),
             "no matcher: changed"
         );
-        assert_eq!(installed(&doc)[0].3, None);
+        assert_eq!(installed(&doc, &none())[0].3, None);
     }
 
     #[test]
@@ -405,7 +511,14 @@ mod tests {
         let link = d.path().join("settings.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         let mut doc = read_settings(&link).unwrap();
-        install_into(&mut doc, &["Stop".into()], &argv(&["/b/cchist", "hook"]), 5).unwrap();
+        install_into(
+            &mut doc,
+            &["Stop".into()],
+            &argv(&["/b/cchist", "hook"]),
+            5,
+            &none(),
+        )
+        .unwrap();
         write_settings(&link, &doc).unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
@@ -413,6 +526,6 @@ mod tests {
             .is_symlink());
         let v = read_settings(&real).unwrap();
         assert_eq!(v["model"], "opus");
-        assert_eq!(installed(&v).len(), 1);
+        assert_eq!(installed(&v, &none()).len(), 1);
     }
 }

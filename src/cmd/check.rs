@@ -131,10 +131,11 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
     super::plan::whole_sessions(&mut walk);
     let copies = add_copies(&mut walk.inputs);
     if args.scan.all {
-        // The hook log quotes why runs failed, which may be a command's error output: scanned
-        // as text with everything else cchist keeps under the config folder.
+        // The hook log quotes why runs failed, which may be a command's error output, and
+        // hook-state/ holds queued history-manager documents: scanned as text with everything
+        // else cchist keeps under the config folder.
         let root = cchist::claude::layout::config_root()?;
-        for path in cchist::claude::hook_log::log_files(&root) {
+        for path in cchist::claude::hook_log::kept_files(&root) {
             let rel = path.strip_prefix(&root).unwrap_or(&path).to_path_buf();
             walk.inputs.push(cchist::claude::layout::input(path, rel));
         }

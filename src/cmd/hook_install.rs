@@ -154,6 +154,15 @@ pub(crate) fn stable_exe(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         .unwrap_or(exe))
 }
 
+/// The programs that are this cchist (whose settings entries are cchist's): `extra` (the
+/// binary an install writes), this process's executable, and the path it was started by.
+pub(crate) fn this_binary(extra: Option<&Path>) -> settings::Programs {
+    let mut exes: Vec<PathBuf> = extra.map(Path::to_path_buf).into_iter().collect();
+    exes.extend(std::env::current_exe().ok());
+    exes.extend(stable_exe(None).ok());
+    settings::Programs::of(exes)
+}
+
 /// True for a path inside a build folder (`…/target/debug/…`, `…/target/release/…`): gone
 /// after `cargo clean`, changed by every build.
 fn in_build_folder(p: &Path) -> bool {
@@ -191,7 +200,15 @@ pub fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
         argv.extend(["--pipeline".to_string(), spec]);
     }
     let mut doc = settings::read_settings(&path)?;
-    if !settings::install_matched(&mut doc, &a.event, &argv, a.timeout, a.matcher.as_deref())? {
+    let ours = this_binary(Some(&exe));
+    if !settings::install_matched(
+        &mut doc,
+        &a.event,
+        &argv,
+        a.timeout,
+        a.matcher.as_deref(),
+        &ours,
+    )? {
         say!("{}: already installed", path.display());
         return Ok(ExitStatus::Ok);
     }
@@ -228,7 +245,7 @@ pub fn uninstall(a: UninstallArgs) -> anyhow::Result<ExitStatus> {
     }
     let path = settings::settings_path(a.scope.into())?;
     let mut doc = settings::read_settings(&path)?;
-    if !settings::uninstall_from(&mut doc, a.event.as_deref()) {
+    if !settings::uninstall_from(&mut doc, a.event.as_deref(), &this_binary(None)) {
         say!("{}: no cchist hook entry to remove", path.display());
         return Ok(ExitStatus::Ok);
     }
@@ -259,6 +276,7 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
     let root = cchist::claude::layout::config_root()?;
     let mut seen: Vec<PathBuf> = Vec::new();
     let mut scopes = Vec::new();
+    let ours = this_binary(None);
     for (label, scope) in [("user", Scope::User), ("project", Scope::Project)] {
         let path = settings::settings_path(scope)?;
         // Run in the home folder, the project's settings are the user's: one file, once.
@@ -274,7 +292,7 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitStatus> {
         }
         seen.push(same);
         let entries = match settings::read_settings(&path) {
-            Ok(doc) => settings::installed(&doc),
+            Ok(doc) => settings::installed(&doc, &ours),
             Err(e) => {
                 if !a.format.json() {
                     tell!("{label} settings {}: {e}", path.display());

@@ -185,7 +185,10 @@ pub fn run(args: LsArgs) -> anyhow::Result<ExitStatus> {
             .iter()
             .find_map(|r| r.project.as_deref())
             .unwrap_or(dir);
-        let name = super::print::safe(name);
+        // The recorded cwd may hold a token (a folder named after one): redacted, as the
+        // JSON view has it.
+        let name = super::print::shown_text(name);
+        let name = super::print::safe(&name);
         writeln!(
             out,
             "{name}  ({} session{}, {})",

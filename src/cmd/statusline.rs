@@ -141,20 +141,13 @@ fn render(tokens: Option<u64>, l: &Limits, growth: Option<u64>) -> String {
     format!("{size} · {tail}")
 }
 
-/// True for a statusLine entry cchist wrote (`<binary> statusline`).
-fn is_ours(v: &Value) -> bool {
-    v.get("command")
-        .and_then(Value::as_str)
-        .and_then(shlex::split)
-        .is_some_and(|argv| argv.len() == 2 && argv[1] == "statusline")
-}
-
 fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
     let path = settings::settings_path(a.scope.into())?;
     let exe = super::hook_install::stable_exe(a.exe.as_deref())?;
     let argv = vec![exe.to_string_lossy().into_owned(), "statusline".to_string()];
     let command = settings::command_line(&argv)?;
     let want = json!({"type": "command", "command": command});
+    let ours = super::hook_install::this_binary(Some(&exe));
     let mut doc = settings::read_settings(&path)?;
     let Some(obj) = doc.as_object_mut() else {
         bail!("{}: does not hold a JSON object", path.display());
@@ -164,8 +157,8 @@ fn install(a: InstallArgs) -> anyhow::Result<ExitStatus> {
             say!("{}: already installed", path.display());
             return Ok(ExitStatus::Ok);
         }
-        Some(cur) if !is_ours(cur) && !a.force => bail!(
-            "{}: statusLine is already set to {}; pass --force to replace it",
+        Some(cur) if !settings::is_our_statusline(cur, &ours) && !a.force => bail!(
+            "{}: statusLine is another tool's ({}), left as it is; pass --force to replace it",
             path.display(),
             cur
         ),

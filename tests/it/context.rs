@@ -248,6 +248,46 @@ fn statusline_install_merges_and_is_idempotent() {
     assert!(std::fs::read_to_string(&settings)
         .unwrap()
         .contains("other-tool"));
+    // Nor is one of the same shape, `<other binary> statusline`: the refusal names --force.
+    std::fs::write(
+        &settings,
+        r#"{"statusLine":{"type":"command","command":"/usr/bin/othertool statusline"}}"#,
+    )
+    .unwrap();
+    let mut cmd = common::cchist();
+    cmd.args(["statusline", "install", "--exe"])
+        .arg(common::bin())
+        .env("CLAUDE_CONFIG_DIR", home.path());
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--force"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&settings)
+        .unwrap()
+        .contains("/usr/bin/othertool statusline"));
+    // A status line of this binary under another path (a link to it) is cchist's: replaced.
+    let link = home.path().join("cc");
+    std::os::unix::fs::symlink(common::bin(), &link).unwrap();
+    std::fs::write(
+        &settings,
+        json_statusline(&format!("{} statusline", link.display())),
+    )
+    .unwrap();
+    let mut cmd = common::cchist();
+    cmd.args(["statusline", "install", "--exe"])
+        .arg(common::bin())
+        .env("CLAUDE_CONFIG_DIR", home.path());
+    common::ok(&mut cmd);
+    assert!(!std::fs::read_to_string(&settings)
+        .unwrap()
+        .contains(&link.display().to_string()));
+}
+
+fn json_statusline(command: &str) -> String {
+    serde_json::json!({"statusLine": {"type": "command", "command": command}}).to_string()
 }
 
 #[test]

@@ -1189,3 +1189,153 @@ fn a_history_manager_failure_quoting_a_secret_shows_it_redacted() {
     let log = std::fs::read_to_string(r.config().join("cchist/hook.log")).unwrap();
     assert!(!log.contains(&secret()), "{log}");
 }
+
+#[test]
+fn another_tools_hook_entry_is_never_taken_for_cchists() {
+    // `<binary> hook` is a common shape: only an entry whose program is this binary (its path,
+    // or a link to it) or is named `cchist` is cchist's.
+    let r = Root::new();
+    let settings = r.config().join("settings.json");
+    let other = json!({"type": "command", "command": "/usr/local/bin/othertool hook"});
+    let other_pipeline =
+        json!({"type": "command", "command": "/usr/local/bin/othertool hook --pipeline x"});
+    std::fs::write(
+        &settings,
+        json!({"hooks": {
+            "SessionEnd": [{"hooks": [other.clone()]}],
+            "Stop": [{"hooks": [other_pipeline.clone()]}],
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let commands = |ev: &str| -> Vec<String> {
+        let v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        v["hooks"][ev]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .map(|h| h["command"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let out = r
+        .cchist()
+        .args(["hook", "install", "--event", "SessionEnd,Stop"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (ev, theirs) in [("SessionEnd", &other), ("Stop", &other_pipeline)] {
+        let c = commands(ev);
+        assert_eq!(c.len(), 2, "{ev}: {c:?}");
+        assert!(
+            c.contains(&theirs["command"].as_str().unwrap().to_string()),
+            "{ev}: {c:?}"
+        );
+    }
+    let out = r.cchist().args(["hook", "status"]).output().unwrap();
+    assert!(!stdout(&out).contains("othertool"), "{}", stdout(&out));
+    let out = r.cchist().args(["hook", "uninstall"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&settings)
+            .unwrap()
+            .parse::<Value>()
+            .unwrap(),
+        json!({"hooks": {
+            "SessionEnd": [{"hooks": [other]}],
+            "Stop": [{"hooks": [other_pipeline]}],
+        }})
+    );
+    // Nothing of cchist's left: a second uninstall says so and leaves the file alone.
+    let before = std::fs::read(&settings).unwrap();
+    let out = r.cchist().args(["hook", "uninstall"]).output().unwrap();
+    assert!(
+        stderr(&out).contains("no cchist hook entry"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(&settings).unwrap(), before);
+}
+
+#[test]
+fn a_queued_history_manager_document_is_stored_redacted_and_check_all_scans_hook_state() {
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    // The manager restates the session's secret bare (only the session's known secrets catch
+    // it) and a vendor token of its own (the default rules catch it).
+    let token = format!("ghp_{}", "R8aQ2vLm5Xz0Tk3Wn7Pc1Ys9Hd4Fb6Je2Gu0");
+    let doc = format!(
+        r#"{{"action":"modify_history","operations":[{{"type":"replace","turns":["'"$TURN_1"'","'"$TURN_2"'"],"with":{{"type":"user","content":"MANAGER-SUMMARY: {} and {token}"}}}}]}}"#,
+        secret()
+    );
+    let m = manager(&r, "manager.sh", &format!("printf '%s' '{doc}'"));
+    let p = command_pipeline(&r, &m, "at_turns = [4]\napply = \"session-end\"\n");
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let queue = r.config().join("cchist/hook-state/s1.queue.json");
+    let queued = std::fs::read_to_string(&queue).unwrap();
+    assert!(queued.contains("MANAGER-SUMMARY"), "{queued}");
+    assert!(
+        !queued.contains(&secret()),
+        "the known secret is queued raw"
+    );
+    assert!(!queued.contains(&token), "the vendor token is queued raw");
+    let check = |r: &Root| {
+        r.cchist()
+            .args(["check", "-q", "--all"])
+            .current_dir(r.config())
+            .output()
+            .unwrap()
+    };
+    // The redacted queue is clean; the session itself is not, so check a second root holding
+    // only a queue with a secret (one an older cchist wrote): `check --all` finds it.
+    let bare = Root::new();
+    std::fs::write(
+        bare.proj.join("s2.jsonl"),
+        json!({"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s2",
+            "message": {"role": "user", "content": "hello"}})
+        .to_string()
+            + "\n",
+    )
+    .unwrap();
+    assert_eq!(check(&bare).status.code(), Some(0), "a clean root");
+    let dir = bare.config().join("cchist/hook-state");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("s2.queue.json"),
+        json!({"documents": [format!("note {token}")]}).to_string(),
+    )
+    .unwrap();
+    let out = bare
+        .cchist()
+        .args(["check", "--all"])
+        .current_dir(bare.config())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("s2.queue.json"), "{}", stdout(&out));
+    // The edit still applies at the session's end, and what it inserted is redacted.
+    let out = r.hook(&["--pipeline", &p], &event("SessionEnd", &f, "s1"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&f).unwrap();
+    assert!(text.contains("MANAGER-SUMMARY"), "the edit landed");
+    assert!(!text.contains(&secret()) && !text.contains(&token));
+    assert!(!queue.exists());
+    // A hook pipeline without a redact stage: the queue is kept redacted all the same.
+    let r = Root::new();
+    let f = r.session("s1", 4);
+    let m = manager(&r, "manager.sh", &format!("printf '%s' '{doc}'"));
+    let p = r.pipeline(
+        "bare.toml",
+        &format!("version = 1\n[hook]\naction = \"command\"\ncommand = {m:?}\nat_turns = [4]\napply = \"session-end\"\n"),
+    );
+    let out = r.hook(&["--pipeline", &p], &stop_event(&f, 4));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let queued =
+        std::fs::read_to_string(r.config().join("cchist/hook-state/s1.queue.json")).unwrap();
+    assert!(queued.contains("MANAGER-SUMMARY"), "{queued}");
+    assert!(
+        !queued.contains(&secret()) && !queued.contains(&token),
+        "{queued}"
+    );
+}

@@ -151,3 +151,73 @@ fn unknown_session_says_what_to_do() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cchist ls"));
 }
+
+/// A config root with `id` in each of `projects`, its one prompt quoting `token`, and the
+/// recorded `cwd` given; aged so no session looks live.
+fn sessions_with(id: &str, projects: &[&str], cwd: &str, token: &str) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    for p in projects {
+        let dir = root.path().join("projects").join(p);
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("tok {token}")},
+            "uuid": "aaaaaaaa-1111-4111-8111-111111111111", "parentUuid": null, "cwd": cwd, "sessionId": id});
+        let f = dir.join(format!("{id}.jsonl"));
+        std::fs::write(&f, format!("{line}\n")).unwrap();
+        crate::common::age(&f, 7200);
+    }
+    root
+}
+
+fn fake_token() -> String {
+    format!("ghp_{}", "R8aQ2vLm5Xz0Tk3Wn7Pc1Ys9Hd4Fb6Je2Gu0")
+}
+
+#[test]
+fn ls_text_redacts_the_recorded_cwd_as_the_json_view_does() {
+    let token = fake_token();
+    let root = sessions_with(
+        "11111111-2222-4333-8444-555555555555",
+        &["-tmp-proj"],
+        &format!("/tmp/{token}"),
+        "x",
+    );
+    let out = cchist(root.path()).arg("ls").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("/tmp/"), "{text}");
+    assert!(!text.contains(&token), "{text}");
+    let out = cchist(root.path()).args(["ls", "--json"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(&token));
+}
+
+#[test]
+fn a_full_session_id_held_by_two_projects_is_refused_as_ambiguous() {
+    let id = "11111111-2222-4333-8444-555555555555";
+    let token = fake_token();
+    let root = sessions_with(id, &["-a", "-b"], "/tmp/a", &token);
+    let files = [
+        root.path().join(format!("projects/-a/{id}.jsonl")),
+        root.path().join(format!("projects/-b/{id}.jsonl")),
+    ];
+    let before: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let out = cchist(root.path())
+        .args(["redact", "-i", "-q", "-s", id])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ambiguous") && err.contains("-a") && err.contains("-b"),
+        "{err}"
+    );
+    let after: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    assert_eq!(before, after, "neither copy is touched");
+    // Named by its path, either one is redacted.
+    let out = cchist(root.path())
+        .args(["redact", "-i", "-q"])
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!std::fs::read_to_string(&files[0]).unwrap().contains(&token));
+}
