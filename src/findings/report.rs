@@ -145,7 +145,7 @@ pub fn write_text(
     Ok(())
 }
 
-/// How many findings of each rule `files` hold (what [`json`]'s `summary.by_rule` says),
+/// How many findings of each rule `files` hold (what [`json()`]'s `summary.by_rule` says),
 /// without building the report.
 pub fn by_rule(files: &[FileFindings]) -> BTreeMap<&str, usize> {
     let mut by_rule: BTreeMap<&str, usize> = BTreeMap::new();

@@ -440,7 +440,7 @@ pub fn holds_token_start(text: &[u8]) -> bool {
         .any(|a| memchr::memmem::find(text, a).is_some())
 }
 
-/// Where `line` holds an encoded or spliced form that no anchor finds ([`encoded_form`]),
+/// Where `line` holds an encoded or spliced form that no anchor finds (`encoded_form`),
 /// appended to `out`: a string holding one is searched in its [`reading`]. Two passes apart
 /// from the prefilter (see `ESCAPE_ANCHORS`), each for bytes rare in transcripts: `&`, `%`
 /// and `$` (0.05% of the bytes with `$`'s share of shell code), then `'`, `\` and the lead

@@ -99,7 +99,7 @@ impl Matcher {
 /// byte, so past a few dozen of them it has none and its automaton reads every byte of the
 /// output — a fifth of `redact`'s time on a file that knows 77 values (the peers' dense file).
 /// Every pattern is at least `m` bytes, so an occurrence starts with one of the patterns'
-/// `m`-byte prefixes, and that prefix holds a whole [`Q`]-byte gram starting at a multiple of
+/// `m`-byte prefixes, and that prefix holds a whole 4-byte gram starting at a multiple of
 /// `stride = m - Q + 1`. The filter hashes only those grams, one every `stride` bytes, against
 /// a bitset of the prefixes' grams; on a hit it looks up the `stride` starts the gram allows
 /// in the set of prefixes, and only from a start found there does the automaton run, over the
