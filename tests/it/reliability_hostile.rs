@@ -526,7 +526,8 @@ fn symlink_pointing_outside_is_not_followed() {
         .unwrap()
         .file_type()
         .is_symlink());
-    // A link planted at the backup's name is replaced, never written through.
+    // A link planted at the backup's name is never written through, nor replaced: a suffix
+    // backup never goes over anything already there, so the file fails and stays as it was.
     let target = outside.join("not-a-backup");
     std::fs::write(&target, b"keep me").unwrap();
     std::fs::write(&own, session(10, 20_000)).unwrap();
@@ -534,13 +535,17 @@ fn symlink_pointing_outside_is_not_followed() {
     bak.push(".bak");
     std::os::unix::fs::symlink(&target, PathBuf::from(&bak)).unwrap();
     let o = run_pipeline(&p, &["--in-place", "--force", "--backup=.bak"], &own);
-    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(code(&o), 2, "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         std::fs::read(&target).unwrap(),
         b"keep me",
         "backup written through a link"
     );
-    assert!(std::fs::read(PathBuf::from(&bak)).unwrap() == session(10, 20_000));
+    assert!(std::fs::symlink_metadata(PathBuf::from(&bak))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read(&own).unwrap() == session(10, 20_000));
 }
 
 /// Non-regular files given by name: a FIFO and a directory are refused in place.

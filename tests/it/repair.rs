@@ -375,7 +375,10 @@ fn subagent_records_stay_when_their_file_exists_or_cannot_be_named() {
     let (p, _, _) = session_with_subagent_records(dir.path());
     let elsewhere = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(elsewhere.path(), p.with_extension("")).unwrap();
-    repair_in_place(&p);
+    // Not followed, and said: the run is incomplete (exit 2), the records stay.
+    let out = repair_cmd(&["-i".as_ref(), "--force".as_ref(), p.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
     assert_eq!(std::fs::read(&p).unwrap(), input);
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 
