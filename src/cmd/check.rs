@@ -79,6 +79,9 @@ pub fn run(mut args: CheckArgs) -> anyhow::Result<ExitStatus> {
         args.format = CheckFormat::Json;
     }
     super::print::set_quiet(args.quiet);
+    if let Some(path) = &args.write_baseline {
+        baseline::may_replace(path)?;
+    }
     if let (Some(p), true) = (&args.pipeline, args.paths.is_empty()) {
         let file = cchist::engine::config::load(p)?;
         let names: Vec<&str> = file.pipeline.stages.iter().map(|s| s.name()).collect();
@@ -550,6 +553,28 @@ mod baseline {
             .flatten()
             .filter_map(|k| k.as_str().map(str::to_string))
             .collect())
+    }
+
+    /// `--write-baseline PATH` replaces only a baseline (or nothing): a transcript or any
+    /// other file named there by mistake (`--write-baseline SESSION.jsonl`) would be lost.
+    /// Checked before the scan, so that nothing is read for a run that cannot write.
+    pub fn may_replace(path: &Path) -> anyhow::Result<()> {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return Ok(());
+        };
+        let is_baseline = || {
+            std::fs::read(path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v.get("version").is_some() && v["known"].is_array())
+        };
+        if meta.file_type().is_symlink() || (meta.is_file() && is_baseline()) {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "{}: not a cchist baseline, so --write-baseline will not replace it (nothing was scanned or written); name a new file, or remove this one if it is an old baseline",
+            path.display()
+        )
     }
 
     pub fn write(path: &Path, files: &[FileFindings]) -> anyhow::Result<()> {

@@ -178,3 +178,25 @@ fn baseline_hides_known_findings_only() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["summary"]["findings"], 1, "{v}");
 }
+
+/// `--write-baseline PATH` never replaces what is not a baseline: the very session it scans
+/// (`--write-baseline SESSION.jsonl`), or any other file. Refused before the scan, exit 2,
+/// the file as it was; an old baseline there is replaced.
+#[test]
+fn write_baseline_never_replaces_a_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    let key = format!("ghp_{}", "Zy9Xw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0EdCbA9");
+    let line = format!("{{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"message\":{{\"role\":\"user\",\"content\":\"token {key}\"}}}}\n");
+    std::fs::write(&f, &line).unwrap();
+    let fs = f.to_str().unwrap();
+    let out = run(&["check", "--write-baseline", fs, fs]);
+    crate::common::assert_code(&out, 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a cchist baseline"));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), line);
+    let base = dir.path().join("b.json");
+    let bs = base.to_str().unwrap();
+    crate::common::assert_code(&run(&["check", "--write-baseline", bs, fs]), 0);
+    // A baseline there is replaced.
+    crate::common::assert_code(&run(&["check", "--write-baseline", bs, fs]), 0);
+}

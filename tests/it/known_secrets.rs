@@ -630,3 +630,21 @@ fn a_too_short_known_value_is_refused_by_line() {
     assert!(!out.contains("LongEnoughValue42"), "{out}");
     assert!(out.contains("port 80"), "{out}");
 }
+
+/// A dotenv line with an inline comment (`API_TOKEN=value # rotated`) gives its value, as
+/// dotenv tools read it; the comment is not part of it (the value survived, `check` silent).
+#[test]
+fn a_dotenv_inline_comment_is_not_part_of_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join(".env");
+    let (a, b) = (["Ef7q", "Lm2xZz9p"].concat(), ["Qw8r", "Ty5uIo3p"].concat());
+    std::fs::write(
+        &env,
+        format!("API_TOKEN={a} # rotated monthly\nOTHER=\"{b}\" # quoted\n"),
+    )
+    .unwrap();
+    let input = user("u1", None, json!(format!("use {a} and {b} for the api")));
+    let (out, _) = redact_with(&["redact", "--known-values", env.to_str().unwrap()], &input);
+    assert!(!out.contains(&a) && !out.contains(&b), "{out}");
+    assert!(out.contains("for the api"), "{out}");
+}

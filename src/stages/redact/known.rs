@@ -468,7 +468,18 @@ fn dotenv_value(line: &[u8]) -> Option<&[u8]> {
     if !ident || rest.is_empty() || rest.starts_with(b"=") {
         return None;
     }
-    assignment_value(l)
+    // As dotenv tools read it: a quoted value ends at its closing quote, whatever follows
+    // (`"v" # note`); an unquoted one at an inline comment (` # rotated`).
+    if let Some(&q) = rest.first().filter(|&&q| q == b'"' || q == b'\'') {
+        if let Some(end) = rest[1..].iter().position(|&c| c == q) {
+            return Some(&rest[1..1 + end]);
+        }
+    }
+    let cut = rest
+        .windows(2)
+        .position(|w| w[0].is_ascii_whitespace() && w[1] == b'#')
+        .map_or(rest, |at| rest[..at].trim_ascii_end());
+    (!cut.is_empty()).then_some(cut)
 }
 
 /// The value of `KEY=value` / `export KEY="value"` / `KEY: value` (quotes removed); None
