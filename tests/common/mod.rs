@@ -432,3 +432,16 @@ pub fn check_finding_lines(file: &Path) -> Vec<u64> {
         .map(|f| f["line"].as_u64().expect("a line"))
         .collect()
 }
+
+/// Run `cmd` with `input` on its standard input; its output, stdout and stderr captured.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}

@@ -268,13 +268,9 @@ fn no_part_of(secret: &str, text: &str, what: &str) {
     }
 }
 
-/// A failing summary command's error output (it read the transcript, so it may quote it) is
-/// logged, printed and shown by `hook status` only redacted; `check --all` scans the hook
-/// log, so one written by an older cchist, secret and all, is reported.
-#[test]
-fn hook_log_and_status_hold_no_secret_of_a_failing_command_and_check_all_scans_the_log() {
-    let r = Root::new();
-    let token = github_token(17);
+/// A SessionEnd hook over a three-turn session whose first prompt holds `token`, with a
+/// summarize-range stage running `command` (TOML-escaped); its output.
+fn session_end_with_summary_command(r: &Root, token: &str, command: &str) -> std::process::Output {
     let f = r.session(
         "s1",
         &[
@@ -286,30 +282,24 @@ fn hook_log_and_status_hold_no_secret_of_a_failing_command_and_check_all_scans_t
     let pipeline = r.dir.path().join("p.toml");
     std::fs::write(
         &pipeline,
-        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\ncommand = \"sed -n 1p >&2; exit 3\"\n",
+        format!("version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\ncommand = \"{command}\"\n"),
     )
     .unwrap();
     let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": "SessionEnd"});
-    let out = {
-        use std::io::Write;
-        let mut child = r
-            .cchist()
-            .arg("hook")
-            .arg("--pipeline")
-            .arg(&pipeline)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(event.to_string().as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    crate::common::output_with_stdin(
+        r.cchist().arg("hook").arg("--pipeline").arg(&pipeline),
+        event.to_string().as_bytes(),
+    )
+}
+
+/// A failing summary command's error output (it read the transcript, so it may quote it) is
+/// logged, printed and shown by `hook status` only redacted; `check --all` scans the hook
+/// log, so one written by an older cchist, secret and all, is reported.
+#[test]
+fn hook_log_and_status_hold_no_secret_of_a_failing_command_and_check_all_scans_the_log() {
+    let r = Root::new();
+    let token = github_token(17);
+    let out = session_end_with_summary_command(&r, &token, "sed -n 1p >&2; exit 3");
     crate::common::assert_code(&out, 1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("exit status: 3"), "{err}");
@@ -1062,41 +1052,7 @@ fn a_known_secret_in_the_folder_name_is_not_printed() {
 fn a_token_fragment_in_a_failing_commands_output_is_not_logged() {
     let r = Root::new();
     let token = github_token(23);
-    let f = r.session(
-        "s1",
-        &[
-            format!("deploy with {token} now"),
-            "step two".into(),
-            "step three".into(),
-        ],
-    );
-    let pipeline = r.dir.path().join("p.toml");
-    std::fs::write(
-        &pipeline,
-        "version = 1\n\n[[stage]]\ntype = \"summarize-range\"\nkeep_last = 1\ncommand = \"grep -o 'ghp_[A-Za-z0-9]\\\\{16\\\\}' | head -n 1 | sed 's/^/auth failed for /' >&2; exit 3\"\n",
-    )
-    .unwrap();
-    let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": "SessionEnd"});
-    let out = {
-        use std::io::Write;
-        let mut child = r
-            .cchist()
-            .arg("hook")
-            .arg("--pipeline")
-            .arg(&pipeline)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(event.to_string().as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    };
+    let out = session_end_with_summary_command(&r, &token, "grep -o 'ghp_[A-Za-z0-9]\\\\{16\\\\}' | head -n 1 | sed 's/^/auth failed for /' >&2; exit 3");
     crate::common::assert_code(&out, 1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("auth failed for"), "{err}");
