@@ -142,6 +142,8 @@ pub fn append(config_root: &Path, line: &LogLine) -> Result<()> {
     let line = LogLine {
         detail: shown_detail(&line.detail),
         session: crate::stages::redact::shown_text(&line.session).into_owned(),
+        // An unknown event's name is the caller's text, kept as given: redacted like the rest.
+        event: crate::stages::redact::shown_text(&line.event).into_owned(),
         ..line.clone()
     };
     let mut text = serde_json::to_string(&line).expect("a log line serializes");

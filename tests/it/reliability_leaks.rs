@@ -1067,3 +1067,25 @@ fn a_token_fragment_in_a_failing_commands_output_is_not_logged() {
         "hook status",
     );
 }
+
+/// An event name cchist does not know is the caller's text: the hook log keeps it redacted.
+#[test]
+fn an_unknown_event_name_is_logged_redacted() {
+    let r = Root::new();
+    let token = github_token(29);
+    let f = r.session("s1", &["hello".into()]);
+    let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": format!("Odd{token}")});
+    let _ = crate::common::output_with_stdin(r.cchist().arg("hook"), event.to_string().as_bytes());
+    let log = std::fs::read_to_string(r.dir.path().join("cchist/hook.log")).unwrap_or_default();
+    no_part_of(&token[4..], &log, "hook.log");
+    let status = r
+        .cchist()
+        .args(["hook", "status", "--json"])
+        .output()
+        .unwrap();
+    no_part_of(
+        &token[4..],
+        &String::from_utf8_lossy(&status.stdout),
+        "hook status",
+    );
+}
