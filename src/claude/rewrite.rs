@@ -174,6 +174,8 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
             )));
         }
     }
+    // Where a renamed companion goes back to, checked before anything changes.
+    let renamed = backup::renamed_from(&latest)?;
     let origin = Origin::file(&s.path);
     let locked = crate::io::lock::lock_path(&s.path, crate::io::lock::wait_bound()?)?;
     let current = input::read_locked(locked, &origin)?;
@@ -210,7 +212,7 @@ pub fn undo(s: &SessionFile, force: bool) -> Result<PathBuf> {
     // another file has taken it since.
     // The placeholder's folder a companion moved back out of, removed once its backup is.
     let mut left_dir: Option<(PathBuf, PathBuf)> = None;
-    if let Some(from) = backup::renamed_from(&latest) {
+    if let Some(from) = renamed {
         let shown = |p: &Path| crate::findings::report::shown_name(&p.display().to_string());
         // Moved out of a folder named after a secret: back into it, made again (owner-only)
         // when the edit removed it, the placeholder's folder removed once empty.

@@ -328,22 +328,75 @@ fn renamed_record(backup: &Path) -> PathBuf {
     record_beside(backup, "renamed")
 }
 
-/// The name a file had before the edit that left `backup` renamed it.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+/// The name a file had before the edit that left `backup` renamed it: `rel`, relative to
+/// the session's companion folder ([`session_folder`]); notes written before that hold an
+/// absolute `from`.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Renamed {
-    from: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rel: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from: Option<PathBuf>,
+}
+
+/// The session's companion folder `path` lies in (the nearest folder `<id>` beside an
+/// `<id>.jsonl`), or else the folder `path` is in.
+fn session_folder(path: &Path) -> PathBuf {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    dir.ancestors()
+        .find(|a| {
+            a.file_name().is_some_and(|n| {
+                let mut t = n.to_os_string();
+                t.push(".jsonl");
+                a.with_file_name(t).is_file()
+            })
+        })
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// `p` with `.` and `..` taken lexically (no link followed); `None` when it climbs above its
+/// start.
+fn normalise(p: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Some(out)
 }
 
 /// Note that the in-place edit that left `backup` renamed its file from `from`, so that
-/// `undo` renames it back ([`renamed_from`]).
+/// `undo` renames it back ([`renamed_from`]). The name is kept relative to the session's
+/// companion folder, so that a moved config folder or an edited note cannot send the file
+/// elsewhere.
 pub fn record_renamed(backup: &Path, from: &Path) -> Result<()> {
     let rec = renamed_record(backup);
     let o = Origin::file(&rec);
+    let base = session_folder(backup);
+    let rel = normalise(from)
+        .and_then(|f| f.strip_prefix(&base).ok().map(Path::to_path_buf))
+        .ok_or_else(|| {
+            Error::Other(format!(
+                "{}: its old name lies outside the session's folder {}; it was not renamed",
+                crate::findings::report::shown_name(&backup.display().to_string()),
+                base.display()
+            ))
+        })?;
     let mut tmp = AtomicFile::create(&rec).map_err(|e| Error::io(&o, "create", e))?;
     serde_json::to_writer(
         &mut tmp,
         &Renamed {
-            from: from.to_path_buf(),
+            rel: Some(rel),
+            from: None,
         },
     )
     .map_err(|e| Error::io(&o, "write", e.into()))?;
@@ -351,12 +404,40 @@ pub fn record_renamed(backup: &Path, from: &Path) -> Result<()> {
         .map_err(|e| Error::io(&o, "rename", e))
 }
 
-/// The name the edit that left `backup` renamed its file from, when it renamed it.
-pub fn renamed_from(backup: &Path) -> Option<PathBuf> {
-    std::fs::read(renamed_record(backup))
+/// The name the edit that left `backup` renamed its file from, when it renamed it: the
+/// note's relative name under the session's companion folder, or an old note's absolute
+/// name when it lies (normalised, no link followed) inside the folder the backup is in.
+/// Anything else is refused: undo must not move a file out of its session.
+pub fn renamed_from(backup: &Path) -> Result<Option<PathBuf>> {
+    let Some(r) = std::fs::read(renamed_record(backup))
         .ok()
         .and_then(|b| serde_json::from_slice::<Renamed>(&b).ok())
-        .map(|r| r.from)
+    else {
+        return Ok(None);
+    };
+    let (base, name) = match (r.rel, r.from) {
+        (Some(rel), _) => {
+            let base = session_folder(backup);
+            let inside = rel
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            (base.clone(), inside.then(|| base.join(rel)))
+        }
+        (None, Some(from)) => {
+            let base = backup.parent().unwrap_or(Path::new("")).to_path_buf();
+            let name = normalise(&from).filter(|f| f.starts_with(&base) && *f != base);
+            (base, name)
+        }
+        (None, None) => return Ok(None),
+    };
+    match name {
+        Some(n) if n.file_name().is_some() => Ok(Some(n)),
+        _ => Err(Error::Other(format!(
+            "{}: the old name recorded in its `.renamed` note lies outside {} (an edited note, or the config folder moved); undo refused it: nothing restored, renamed or created. Rename the file yourself, or remove the note and run undo again",
+            crate::findings::report::shown_name(&backup.display().to_string()),
+            base.display()
+        ))),
+    }
 }
 
 /// Move `backup` and the records beside it to `moved` (a backup's name, [`name_of`]): a

@@ -502,3 +502,73 @@ fn a_sub_agent_and_its_meta_file_take_the_same_placeholder() {
         agent
     );
 }
+
+/// The `.renamed` note beside the renamed companion's backup.
+fn renamed_note(s: &Sandbox) -> PathBuf {
+    walk(&s.results())
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".renamed"))
+        .expect("a .renamed note")
+}
+
+#[test]
+fn the_renamed_note_holds_the_old_name_relative_to_the_session_folder() {
+    let s = Sandbox::new();
+    s.expect(
+        &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
+        0,
+        "",
+    );
+    let note = std::fs::read_to_string(renamed_note(&s)).unwrap();
+    assert!(
+        !note.contains(&*s.root.to_string_lossy()),
+        "no absolute path in the note: {note}"
+    );
+}
+
+#[test]
+fn undo_refuses_an_old_name_outside_the_session_folder_and_creates_nothing() {
+    let s = Sandbox::new();
+    let outside = tempfile::tempdir().unwrap();
+    s.expect(
+        &["redact", "-i", "--backup", "--force", "-s", "5b1f"],
+        0,
+        "",
+    );
+    let note = renamed_note(&s);
+    let placeholder = s.results().join("REDACTED-github-pat.txt");
+    let escapes = [
+        // An old absolute note (the config folder moved, or edited) naming a path elsewhere.
+        serde_json::json!({"from": outside.path().join("sub/x.txt")}),
+        // An absolute note climbing out of the backup's folder by `..`.
+        serde_json::json!({"from": s.results().join("../../../../esc/x.txt")}),
+        // A relative note climbing out.
+        serde_json::json!({"rel": "../../esc/x.txt"}),
+        serde_json::json!({"rel": outside.path().join("abs/x.txt")}),
+    ];
+    for bad in escapes {
+        std::fs::write(&note, bad.to_string()).unwrap();
+        let out = s.run(&["undo", "--all", "--since", "1h", "--force"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("outside"), "{bad}: {err}");
+        assert!(
+            placeholder.exists(),
+            "{bad}: the file stays under its placeholder"
+        );
+        assert!(
+            !outside.path().join("sub").exists(),
+            "{bad}: no folder made"
+        );
+        assert!(
+            !outside.path().join("abs").exists(),
+            "{bad}: no folder made"
+        );
+        assert!(!s.project.join("esc").exists(), "{bad}: no folder made");
+        assert!(!s.root.join("esc").exists(), "{bad}: no folder made");
+        assert!(
+            !s.root.parent().unwrap().join("esc").exists(),
+            "{bad}: no folder made"
+        );
+    }
+}
