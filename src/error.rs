@@ -123,6 +123,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A binary file holding secrets cchist cannot redact without breaking it was left out of
+    /// an `--out-dir` copy (as a fork leaves it out): the copy is incomplete.
+    #[error("{path}: a binary file (NUL bytes or not UTF-8) that holds {count} secret(s) cchist cannot redact without breaking it, left out of the copy (the original keeps it; `cchist check` lists them)")]
+    BinaryLeftOut {
+        /// The file left out.
+        path: Origin,
+        /// How many secrets it holds.
+        count: usize,
+    },
     /// The pipeline file is invalid.
     #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
     Config {

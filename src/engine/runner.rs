@@ -523,6 +523,18 @@ fn run_whole_file(
             .write_all(bytes)
             .map_err(|e| Error::io(&Origin::stdin(), "write", e))?,
         Mode::OutDir { dir, backup } => {
+            // As a fork does: a binary file holding secrets is not copied (cchist cannot
+            // redact it without breaking it); the run says so and is incomplete.
+            if report
+                .counters
+                .contains_key(crate::engine::pipeline::BINARY_SKIPPED)
+                && !report.findings.is_empty()
+            {
+                return Err(Error::BinaryLeftOut {
+                    path: origin,
+                    count: report.findings.len(),
+                });
+            }
             let dest = dir.join(rel);
             replace::create_dirs_below(dir, rel)?;
             // A copy: the original's owner when permitted, else whoever runs cchist.

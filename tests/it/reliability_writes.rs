@@ -336,6 +336,52 @@ fn a_fork_leaves_out_a_binary_companion_that_holds_a_secret() {
     assert!(bin.is_file(), "the original keeps it");
 }
 
+/// An `--out-dir` copy is held to the fork's promise: a binary companion holding a secret is
+/// not copied into the folder; stderr names it and why, and the run exits 2 (incomplete). A
+/// binary companion with no secret is copied byte for byte. Both `run` and `redact`.
+#[test]
+fn an_out_dir_copy_leaves_out_a_binary_companion_that_holds_a_secret() {
+    for cmd in [&["run", "-p", "share"][..], &["redact"][..]] {
+        let r = Sandbox::new();
+        let t = token();
+        let main = r.project().join(format!("{SID}.jsonl"));
+        r.gen(&main, 2, "hello");
+        let dir = r.project().join(format!("{SID}/tool-results"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (bin, clean) = (dir.join("b.bin"), dir.join("c.bin"));
+        std::fs::write(&bin, format!("bin\0 {t}\n")).unwrap();
+        std::fs::write(&clean, "bin\0 nothing here\n").unwrap();
+        crate::common::age(&main, 7200);
+        crate::common::age(&bin, 7200);
+        crate::common::age(&clean, 7200);
+        let out = r.dir.path().join("share");
+        let o = run(r.cc().args(cmd).arg("--out-dir").arg(&out).arg(&main));
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}: {e}");
+        assert!(
+            e.lines().any(|l| l.contains("b.bin")
+                && l.contains("holds 1 secret(s) cchist cannot redact")
+                && l.contains("left out of the copy")),
+            "{cmd:?}: {e}"
+        );
+        assert!(!e.contains(&t) && !String::from_utf8_lossy(&o.stdout).contains(&t));
+        assert!(
+            holding(&out, &t).is_empty(),
+            "{cmd:?}: the copy holds the token"
+        );
+        let copies: Vec<PathBuf> = files(&out);
+        assert!(
+            copies.iter().any(|p| p.ends_with("c.bin")),
+            "{cmd:?}: the clean binary is copied: {copies:?}"
+        );
+        assert!(
+            !copies.iter().any(|p| p.ends_with("b.bin")),
+            "{cmd:?}: {copies:?}"
+        );
+        assert!(bin.is_file(), "the original keeps it");
+    }
+}
+
 // ---- N13: a Stop hook takes only a session id that names the transcript ----
 
 fn hook(r: &Sandbox, input: &serde_json::Value, pipeline: &Path) -> Output {
