@@ -387,7 +387,7 @@ pub fn record_renamed(backup: &Path, from: &Path) -> Result<()> {
         .ok_or_else(|| {
             Error::Other(format!(
                 "{}: its old name lies outside the session's folder {}; it was not renamed",
-                crate::findings::report::shown_name(&backup.display().to_string()),
+                backup.display(),
                 base.display()
             ))
         })?;
@@ -407,7 +407,8 @@ pub fn record_renamed(backup: &Path, from: &Path) -> Result<()> {
 /// The name the edit that left `backup` renamed its file from, when it renamed it: the
 /// note's relative name under the session's companion folder, or an old note's absolute
 /// name when it lies (normalised, no link followed) inside the folder the backup is in.
-/// Anything else is refused: undo must not move a file out of its session.
+/// Anything else is refused: undo must not move a file out of its session. (Error messages
+/// name paths as they are: whoever prints them redacts them, as every error is.)
 pub fn renamed_from(backup: &Path) -> Result<Option<PathBuf>> {
     let Some(r) = std::fs::read(renamed_record(backup))
         .ok()
@@ -434,7 +435,7 @@ pub fn renamed_from(backup: &Path) -> Result<Option<PathBuf>> {
         Some(n) if n.file_name().is_some() => Ok(Some(n)),
         _ => Err(Error::Other(format!(
             "{}: the old name recorded in its `.renamed` note lies outside {} (an edited note, or the config folder moved); undo refused it: nothing restored, renamed or created. Rename the file yourself, or remove the note and run undo again",
-            crate::findings::report::shown_name(&backup.display().to_string()),
+            backup.display(),
             base.display()
         ))),
     }
