@@ -140,23 +140,10 @@ fn the_session_end_hook_logs_a_linked_companion_file() {
         "cwd": "/tmp/proj",
         "hook_event_name": "SessionEnd",
     });
-    use std::io::Write;
-    let mut child = r
-        .cc()
-        .current_dir(r.root())
-        .arg("hook")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(ev.to_string().as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = crate::common::output_with_stdin(
+        r.cc().current_dir(r.root()).arg("hook"),
+        ev.to_string().as_bytes(),
+    );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let log = std::fs::read_to_string(r.root().join("cchist/hook.log")).unwrap();
     let last: serde_json::Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();

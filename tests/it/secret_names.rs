@@ -415,7 +415,6 @@ fn two_secret_names_in_one_folder_take_two_placeholders_and_undo_restores_both()
 /// its log.
 #[test]
 fn the_session_end_hook_leaves_a_secret_name_and_says_so() {
-    use std::io::Write;
     let s = Sandbox::new();
     let event = serde_json::json!({
         "session_id": ID,
@@ -423,21 +422,10 @@ fn the_session_end_hook_leaves_a_secret_name_and_says_so() {
         "cwd": "/home/dev/app",
         "hook_event_name": "SessionEnd",
     });
-    let mut child = cchist()
-        .arg("hook")
-        .env("CLAUDE_CONFIG_DIR", &s.root)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::common::output_with_stdin(
+        cchist().arg("hook").env("CLAUDE_CONFIG_DIR", &s.root),
+        event.to_string().as_bytes(),
+    );
     assert_ne!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_silent(&out, "the hook");
     assert!(
