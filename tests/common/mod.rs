@@ -445,3 +445,18 @@ pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
     let _ = child.stdin.take().unwrap().write_all(input);
     child.wait_with_output().unwrap()
 }
+
+/// Every file and folder under `dir` (a folder after what it holds), links not followed,
+/// sorted.
+pub fn entries_under(dir: &Path) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            v.extend(entries_under(&p));
+        }
+        v.push(p);
+    }
+    v.sort();
+    v
+}

@@ -1076,7 +1076,11 @@ fn an_unknown_event_name_is_logged_redacted() {
     let f = r.session("s1", &["hello".into()]);
     let event = serde_json::json!({"session_id": "s1", "transcript_path": f, "cwd": "/home/dev/app", "hook_event_name": format!("Odd{token}")});
     let _ = crate::common::output_with_stdin(r.cchist().arg("hook"), event.to_string().as_bytes());
-    let log = std::fs::read_to_string(r.dir.path().join("cchist/hook.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(r.dir.path().join("cchist/hook.log")).unwrap();
+    assert!(
+        log.contains("Odd[REDACTED:github-pat]"),
+        "the event is logged: {log}"
+    );
     no_part_of(&token[4..], &log, "hook.log");
     let status = r
         .cchist()

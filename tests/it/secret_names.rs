@@ -102,17 +102,9 @@ impl Sandbox {
     }
 }
 
+/// Every file and folder under `dir`, links not followed, sorted.
 fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if e.file_type().unwrap().is_dir() {
-            v.extend(walk(&p));
-        }
-        v.push(p);
-    }
-    v.sort();
-    v
+    crate::common::entries_under(dir)
 }
 
 /// Neither stream of `out` holds the token.

@@ -102,17 +102,9 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Every file and folder under `dir`, links not followed, sorted.
 fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if e.file_type().unwrap().is_dir() {
-            v.extend(walk(&p));
-        }
-        v.push(p);
-    }
-    v.sort();
-    v
+    crate::common::entries_under(dir)
 }
 
 /// The paths under the config folder that hold `secret`, backups and their records aside.
